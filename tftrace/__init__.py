@@ -1,0 +1,29 @@
+"""tftrace: find where a TensorFlow/Keras run spends its time, from the profiler's own traces."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+__all__ = ["TraceCallback", "trace", "step", "load", "analyze", "diff", "TftraceError", "__version__"]
+
+
+def __getattr__(name: str):
+    # Lazy: `import tftrace` must not import TensorFlow, pandas or the analyses up front.
+    if name in ("TraceCallback",):
+        from tftrace.capture.callback import TraceCallback
+        return TraceCallback
+    if name in ("trace", "step"):
+        from tftrace.capture import session
+        return getattr(session, name)
+    if name == "load":
+        from tftrace.load import load
+        return load
+    if name == "analyze":
+        from tftrace.api import analyze
+        return analyze
+    if name == "diff":
+        from tftrace.api import diff
+        return diff
+    if name == "TftraceError":
+        from tftrace.errors import TftraceError
+        return TftraceError
+    raise AttributeError(f"module 'tftrace' has no attribute {name!r}")

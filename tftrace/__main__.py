@@ -1,0 +1,5 @@
+"""`python -m tftrace`."""
+
+from tftrace.cli import main
+
+main()

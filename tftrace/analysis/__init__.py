@@ -1,0 +1,1 @@
+"""Pure analyses: Trace in, frozen results out."""

@@ -1,0 +1,43 @@
+"""tf.data pipeline stages: self time per stage (and per op run inside the pipeline)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from tftrace.report import InputPipeline, StageRow
+from tftrace.trace import Trace
+
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def stage_of(name: str) -> str:
+    """`Iterator::Root::Prefetch::FlatMap[0]::Generator` -> `Generator`."""
+    return _INDEX.sub("", name.rsplit("::", 1)[-1])
+
+
+def input_pipeline(trace: Trace, top: int | None = None) -> InputPipeline:
+    """Stages ranked by self time; ops that tf.data threads run (a generator's PyFunc, a map
+    function's ops) count as stages too, named by their type."""
+    ev = trace.events
+    data_line = np.array([ln.role == "data" for ln in trace.lines] or [False], bool)
+    totals: dict[str, int] = {}
+    names = ev["name"].to_numpy()
+    on_data = data_line[ev["line"].to_numpy()]
+    self_ps = ev["self_ps"].to_numpy()
+    codes = np.fromiter(trace.ops, np.int64, len(trace.ops))
+    mask = np.isin(names, codes) & (self_ps > 0)
+    sums = np.bincount(names[mask], weights=self_ps[mask], minlength=len(trace.names))
+    dsums = np.bincount(names[mask & on_data], weights=self_ps[mask & on_data], minlength=len(trace.names))
+    for code, op in trace.ops.items():
+        if op.kind == "data" and sums[code] > 0:
+            key = stage_of(op.name)
+            totals[key] = totals.get(key, 0) + int(sums[code])
+        elif dsums[code] > 0:
+            key = f"{op.type} (op in tf.data)"
+            totals[key] = totals.get(key, 0) + int(dsums[code])
+    total = sum(totals.values())
+    ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
+    stages = tuple(StageRow(k, v, round(v / total, 6) if total else 0.0) for k, v in ranked[:top])
+    return InputPipeline(stages, ranked[0][0] if ranked else "")

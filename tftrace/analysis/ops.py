@@ -1,0 +1,123 @@
+"""Op attribution: self time per op, and totals per layer and per category."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tftrace.analysis.classify import classify
+from tftrace.trace import Trace
+
+
+@dataclass(frozen=True)
+class OpRow:
+    name: str
+    type: str
+    category: str
+    layer: str
+    phase: str
+    device: str  # "host", or the device kind ("GPU", "TPU") whose planes ran it
+    count: int
+    self_ps: int
+    share: float  # of all op self time on the same side (host or device)
+    eager: bool = False
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    layer: str
+    self_ps: int
+    share: float
+    params: int = -1  # trainable + non-trainable parameters, when the sidecar knows them
+
+
+@dataclass(frozen=True)
+class CategoryRow:
+    category: str
+    self_ps: int
+    share: float
+
+
+@dataclass(frozen=True)
+class OpStats:
+    """All ops ranked by self time, and their totals per layer and per category."""
+
+    ops: tuple[OpRow, ...]
+    layers: tuple[LayerRow, ...]
+    categories: tuple[CategoryRow, ...]
+    host_self_ps: int
+    device_self_ps: int
+
+
+def op_table(trace: Trace) -> pd.DataFrame:
+    """One row per op name (and side), with its attribution, count and total self time."""
+    ev = trace.events
+    if not trace.ops or ev.empty:
+        return _empty_table()
+    codes = np.fromiter(trace.ops, np.int64, len(trace.ops))
+    on_device = np.array([ln.on_device for ln in trace.lines] or [False], bool)
+    dev = on_device[ev["line"].to_numpy()]
+    name = ev["name"].to_numpy()
+    selected = np.isin(name, codes)
+    key = name[selected] * 2 + dev[selected]
+    uniq, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    self_ps = np.bincount(inverse, weights=ev["self_ps"].to_numpy()[selected]).astype(np.int64)
+    layer_names = frozenset(trace.sidecar.get("layer_names", ()))
+    device_kind = _device_kind(trace)
+    rows = []
+    for k, c, s in zip(uniq.tolist(), counts.tolist(), self_ps.tolist()):
+        op = trace.ops[k // 2]
+        att = classify(op, layer_names)
+        rows.append((op.name, op.type, att.category, att.layer, att.phase,
+                     device_kind if k % 2 else "host", c, s, op.kind == "eager"))
+    table = pd.DataFrame(rows, columns=["name", "type", "category", "layer", "phase", "device",
+                                        "count", "self_ps", "eager"])
+    # One op can appear under several event names (e.g. a kernel per GPU): merge them.
+    keys = ["name", "type", "category", "layer", "phase", "device", "eager"]
+    return table.groupby(keys, as_index=False, sort=False)[["count", "self_ps"]].sum()
+
+
+def _empty_table() -> pd.DataFrame:
+    return pd.DataFrame({"name": [], "type": [], "category": [], "layer": [], "phase": [], "device": [],
+                         "count": pd.Series([], dtype=np.int64), "self_ps": pd.Series([], dtype=np.int64),
+                         "eager": pd.Series([], dtype=bool)})
+
+
+def _device_kind(trace: Trace) -> str:
+    kinds = sorted({ln.plane.split(":")[1] for ln in trace.lines if ln.on_device and ":" in ln.plane})
+    return "/".join(kinds) or "device"
+
+
+def op_stats(trace: Trace, table: pd.DataFrame | None = None, top: int | None = None) -> OpStats:
+    """Ops, layers and categories ranked by self time (ties by name); `top` cuts each list."""
+    table = op_table(trace) if table is None else table
+    on_dev = table["device"] != "host"
+    host_total = int(table.loc[~on_dev, "self_ps"].sum())
+    dev_total = int(table.loc[on_dev, "self_ps"].sum())
+    side_total = np.where(on_dev, dev_total, host_total)
+    share = np.divide(table["self_ps"].to_numpy(np.float64), side_total,
+                      out=np.zeros(len(table)), where=side_total > 0)
+    table = table.assign(share=share, on_dev=on_dev).sort_values(["self_ps", "name"], ascending=[False, True])
+    ops = tuple(OpRow(r.name, r.type, r.category, r.layer, r.phase, r.device, int(r.count),
+                      int(r.self_ps), round(float(r.share), 6), bool(r.eager))
+                for r in (table if top is None else table.head(top)).itertuples(index=False))
+    # Layer and category shares are of one side's op time: the device where there is one.
+    main = table[table["on_dev"]] if dev_total else table
+    main_total = dev_total or host_total
+    params = trace.sidecar.get("layer_params", {})
+    layers = tuple(LayerRow(k, v, _share(v, main_total), int(params.get(k, -1)))
+                   for k, v in _ranked(main[main["layer"] != ""], "layer", top))
+    cats = tuple(CategoryRow(k, v, _share(v, main_total)) for k, v in _ranked(main, "category", top))
+    return OpStats(ops, layers, cats, host_total, dev_total)
+
+
+def _ranked(table: pd.DataFrame, key: str, top: int | None) -> list[tuple[str, int]]:
+    totals = table.groupby(key)["self_ps"].sum()
+    items = sorted(((str(k), int(v)) for k, v in totals.items()), key=lambda kv: (-kv[1], kv[0]))
+    return items[:top] if top else items
+
+
+def _share(part: int, total: int) -> float:
+    return round(part / total, 6) if total else 0.0

@@ -1,0 +1,85 @@
+"""What host overhead inside steps is made of: per-call tf.data pipeline building,
+tf.function tracing, eager op dispatch, and the Python/framework time left over."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from tftrace.analysis.breakdown import event_classes, is_pipeline_op
+from tftrace.analysis.intervals import covered, merge
+from tftrace.analysis.steps import Steps
+from tftrace.trace import Trace
+
+_TRACING = ("tf.function-graph_building", "TraceFunction", "tf.function-tracing")
+
+
+@dataclass(frozen=True)
+class Overhead:
+    pipeline_ps: int  # building tf.data datasets and iterators inside steps (per-call predict)
+    pipeline_ops: tuple[tuple[str, int], ...]  # (op type, total ms-worthy ps), largest first
+    tracing_ps: int  # tf.function tracing (graph building) inside steps
+    traced: tuple[tuple[str, int], ...]  # functions traced inside the window, with counts
+    eager_ps: int  # eager op execution (compute, but dispatched op by op)
+    eager_count: int
+    graph_op_ps: int  # op self time inside tf.function graphs, for comparison
+
+
+def overhead(trace: Trace, steps: Steps) -> Overhead:
+    ev = trace.events
+    start = np.asarray(steps.starts, np.int64)
+    end = np.asarray(steps.ends, np.int64)
+    s = ev["start_ps"].to_numpy()
+    e = s + ev["dur_ps"].to_numpy()
+    names = ev["name"].to_numpy()
+    is_input, is_compute = event_classes(trace)
+    known = is_input | is_compute
+    base = covered(*merge(s[known], e[known]), start, end).sum()
+
+    def extra(mask):
+        both = known | mask
+        return int(covered(*merge(s[both], e[both]), start, end).sum() - base)
+
+    pipe_codes = [c for c, op in trace.ops.items() if is_pipeline_op(op)]
+    trace_codes = [c for c, n in enumerate(trace.names) if n in _TRACING]
+    pipe = np.isin(names, pipe_codes)
+    tracing = np.isin(names, trace_codes)
+    in_steps = _inside(s, start, end)
+    eager_codes = [c for c, op in trace.ops.items() if op.kind == "eager"]
+    eager = np.isin(names, eager_codes) & is_compute & in_steps
+    graph = np.isin(names, [c for c, op in trace.ops.items() if op.kind == "tf"]) & in_steps
+    self_ps = ev["self_ps"].to_numpy()
+    return Overhead(
+        pipeline_ps=extra(pipe), pipeline_ops=_by_type(trace, names[pipe & in_steps], self_ps[pipe & in_steps]),
+        tracing_ps=extra(tracing), traced=_traced(trace, in_steps),
+        eager_ps=int(self_ps[eager].sum()), eager_count=int(eager.sum()), graph_op_ps=int(self_ps[graph].sum()),
+    )
+
+
+def _inside(s: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    if len(start) == 0:
+        return np.zeros(len(s), bool)
+    i = np.searchsorted(start, s, side="right") - 1
+    ok = i >= 0
+    return ok & (s < end[np.maximum(i, 0)])
+
+
+def _by_type(trace: Trace, names: np.ndarray, self_ps: np.ndarray) -> tuple[tuple[str, int], ...]:
+    totals: Counter = Counter()
+    for code, ps in zip(names.tolist(), self_ps.tolist()):
+        totals[trace.ops[code].type] += ps
+    return tuple(sorted(totals.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _traced(trace: Trace, in_steps: np.ndarray) -> tuple[tuple[str, int], ...]:
+    """tf.function calls that traced (stat tf_function_call = 'traced-...') inside steps."""
+    ev = trace.events
+    fn_call = ev["fn_call"].to_numpy()
+    mask = (fn_call >= 0) & in_steps
+    counts: Counter = Counter()
+    for name, call in zip(ev["name"].to_numpy()[mask].tolist(), fn_call[mask].tolist()):
+        if trace.names[call].startswith("traced"):
+            counts[trace.names[name]] += 1
+    return tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

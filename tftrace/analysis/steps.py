@@ -1,0 +1,160 @@
+"""Find steps in any trace: root markers, Keras 3 batch events, step functions, device step
+lines, or, with no marker at all, the whole window; and say which source was used."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from tftrace.trace import Trace
+
+# tf.function names Keras runs once per step (or per `steps_per_execution` steps).
+STEP_FUNCTIONS = ("multi_step_on_iterator", "one_step_on_iterator", "one_step_on_data_distributed",
+                  "one_step_on_data", "train_function", "test_function", "predict_function",
+                  "distributed_train_function", "run_step")
+_MODES = {"train": "train", "test": "evaluate", "eval": "evaluate", "evaluate": "evaluate",
+          "predict": "predict", "infer": "predict", "inference": "predict"}
+_SIDECAR_MODES = {"fit": "train", "evaluate": "evaluate", "predict": "predict"}
+# Runtime events TensorFlow marks as roots itself; they are function calls, not user steps.
+_IMPLICIT_ROOTS = ("FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process")
+
+
+@dataclass(frozen=True)
+class Steps:
+    """Step windows in time order (picoseconds), with how they were found."""
+
+    source: str  # e.g. "marker 'train'", "function 'one_step_on_data'", "window", "none"
+    kind: str  # marker | function | device | window | none
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+    numbers: tuple[int, ...]
+    names: tuple[str, ...]
+    note: str = ""
+
+    @property
+    def count(self) -> int:
+        return len(self.starts)
+
+
+def find_steps(trace: Trace) -> Steps:
+    """The best step source this trace offers, in order of trust."""
+    for finder in (_root_markers, _keras3_batches, _step_functions, _device_steps, _window):
+        steps = finder(trace)
+        if steps is not None:
+            return steps
+    return Steps("none", "none", (), (), (), (), "the trace holds no timed events")
+
+
+def _host_rows(trace: Trace) -> np.ndarray:
+    host = np.array([not ln.on_device for ln in trace.lines] or [True], bool)
+    return host[trace.events["line"].to_numpy()]
+
+
+def _from_rows(trace: Trace, mask: np.ndarray, source: str, kind: str, note: str = "") -> Steps:
+    ev = trace.events[mask]
+    order = np.argsort(ev["start_ps"].to_numpy(), kind="stable")
+    start = ev["start_ps"].to_numpy()[order]
+    end = start + ev["dur_ps"].to_numpy()[order]
+    numbers = ev["step_num"].to_numpy()[order]
+    if (numbers < 0).all():
+        numbers = np.arange(len(start))
+    names = tuple(trace.names[c] for c in ev["name"].to_numpy()[order])
+    start, end, numbers, names = _drop_nested(start, end, numbers, names)
+    return Steps(source, kind, tuple(start.tolist()), tuple(end.tolist()), tuple(numbers.tolist()), names, note)
+
+
+def _drop_nested(start, end, numbers, names):
+    """A step inside another step (a nested root) is part of it, not a step of its own."""
+    if len(start) < 2:
+        return start, end, numbers, names
+    reach = np.maximum.accumulate(end)
+    keep = np.ones(len(start), bool)
+    keep[1:] = start[1:] >= reach[:-1]
+    return start[keep], end[keep], numbers[keep], tuple(n for n, k in zip(names, keep) if k)
+
+
+def _label(names) -> str:
+    counts = Counter(names)
+    return ", ".join(f"'{n}'" for n, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3])
+
+
+def _root_markers(trace: Trace) -> Steps | None:
+    ev = trace.events
+    implicit = [c for c, n in enumerate(trace.names) if n in _IMPLICIT_ROOTS]
+    mask = (ev["root"].to_numpy() > 0) & _host_rows(trace) & ~ev["name"].isin(implicit).to_numpy()
+    if not mask.any():
+        return None
+    # Only the outermost root level are steps (tf.data roots, batching sub-roots are not).
+    level = ev["root"].to_numpy()[mask].min()
+    mask &= ev["root"].to_numpy() == level
+    names = [trace.names[c] for c in ev["name"].to_numpy()[mask]]
+    return _from_rows(trace, mask, f"marker {_label(names)}", "marker")
+
+
+def _keras3_batches(trace: Trace) -> Steps | None:
+    ev = trace.events
+    code = {n: i for i, n in enumerate(trace.names)}.get("Profiled batch")
+    if code is None:
+        return None
+    mask = (ev["name"].to_numpy() == code) & _host_rows(trace)
+    return _from_rows(trace, mask, "marker 'Profiled batch' (Keras 3 TensorBoard callback)", "marker") if mask.any() else None
+
+
+def _step_functions(trace: Trace) -> Steps | None:
+    """Keras runs each step as one tf.function call on the Python thread; take the most
+    frequent step function there."""
+    ev = trace.events
+    python_lines = [i for i, ln in enumerate(trace.lines) if ln.role == "python"]
+    if not python_lines:
+        return None
+    codes = {n: i for i, n in enumerate(trace.names) if n in STEP_FUNCTIONS}
+    if not codes:
+        return None
+    mask = ev["line"].isin(python_lines).to_numpy() & ev["name"].isin(list(codes.values())).to_numpy()
+    if not mask.any():
+        return None
+    counts = Counter(ev["name"].to_numpy()[mask].tolist())
+    best = max(counts, key=lambda c: (counts[c], -c))
+    mask &= ev["name"].to_numpy() == best
+    note = ("no step markers in this trace; each call of the step function is one step"
+            + ("" if trace.names[best] != "multi_step_on_iterator" else
+               " (with steps_per_execution > 1, one call runs several steps)"))
+    return _from_rows(trace, mask, f"function '{trace.names[best]}'", "function", note)
+
+
+def _device_steps(trace: Trace) -> Steps | None:
+    ev = trace.events
+    lines = [i for i, ln in enumerate(trace.lines) if ln.on_device and ln.name == "Steps"]
+    if not lines:
+        return None
+    first = lines[0]  # one device's step line: the others repeat the same steps
+    mask = (ev["line"] == first).to_numpy()
+    if not mask.any():
+        return None
+    return _from_rows(trace, mask, f"device step line ({trace.lines[first].plane})", "device")
+
+
+def _window(trace: Trace) -> Steps | None:
+    """No marker at all: measure the whole captured window as one step."""
+    ev = trace.events
+    if ev.empty:
+        return None
+    host = _host_rows(trace)
+    sel = ev[host] if host.any() else ev
+    start = int(sel["start_ps"].min())
+    end = int((sel["start_ps"] + sel["dur_ps"]).max())
+    note = ("no step markers or step functions found: the whole captured window is measured as one step; "
+            "mark steps with tftrace.step() or capture with TraceCallback for per-step numbers")
+    return Steps("window (no step markers)", "window", (start,), (end,), (0,), ("window",), note)
+
+
+def run_mode(trace: Trace, steps: Steps) -> str:
+    """train | evaluate | predict | mixed | unknown, from step markers or the capture sidecar."""
+    modes = {_MODES[n.lower()] for n in steps.names if n.lower() in _MODES}
+    if len(modes) > 1:
+        return "mixed"
+    if modes:
+        return modes.pop()
+    return _SIDECAR_MODES.get(str(trace.sidecar.get("mode", "")), "unknown")

@@ -1,0 +1,32 @@
+"""The verdict: what a run is bound by, in a sentence, with XProf's input thresholds."""
+
+from __future__ import annotations
+
+from tftrace.report import Breakdown, Verdict
+
+HIGHLY_INPUT = 0.20  # XProf: input >= 20% of step time is "highly input-bound"
+MODERATELY_INPUT = 0.05  # XProf: >= 5% "moderately input-bound"
+
+_TEXT = {
+    "input": "waiting for input data takes {input:.0%} of step time; the model waits on the input pipeline, "
+             "so a smaller or faster model will not make steps faster",
+    "compute": "op execution takes {compute:.0%} of step time; the ops below are where time goes",
+    "host_overhead": "host overhead (Python, framework dispatch, per-call setup) takes {host_overhead:.0%} of "
+                     "step time, while the model's ops take {compute:.0%}; a lighter model will barely help",
+    "idle": "{idle:.0%} of the time passes between steps (callbacks, Python between calls)",
+}
+
+
+def verdict(b: Breakdown, measured: bool) -> Verdict:
+    if not measured:
+        return Verdict("unknown", "no step time could be measured in this trace")
+    parts = {"input": b.input, "compute": b.compute, "host_overhead": b.host_overhead, "idle": b.idle}
+    if b.input >= HIGHLY_INPUT:
+        return Verdict("input", "Highly input-bound: " + _TEXT["input"].format(**parts) + ".")
+    bound = max(parts, key=lambda k: (parts[k], k))
+    text = _TEXT[bound].format(**parts)
+    prefix = {"input": "Input-bound", "compute": "Compute-bound", "host_overhead": "Host-overhead-bound",
+              "idle": "Idle-bound"}[bound]
+    if b.input >= MODERATELY_INPUT and bound != "input":
+        text += f"; moderately input-bound as well ({b.input:.0%} waiting for data)"
+    return Verdict(bound, f"{prefix}: {text}.")

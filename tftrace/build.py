@@ -1,0 +1,123 @@
+"""Assemble a Trace from per-line event arrays, computing op self times on each line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tftrace.names import Op, parse_host_event
+from tftrace.trace import COLUMNS, INT_STATS, STR_STATS, LineInfo, Trace
+
+_PYTHON_THREADS = ("python", "main", "MainThread")
+_COMPUTE_THREADS = ("tf_Compute", "tf_gpu_private", "tf_numa_", "tf_inter_op", "tf_pjrt", "tf_XLA")
+_DEVICE_OP_LINES = ("Stream #", "XLA Ops")
+
+
+def line_role(plane: str, line: str) -> str:
+    """What a line holds, from its plane and thread name."""
+    if plane.startswith("/device:"):
+        return "device_ops" if line.startswith(_DEVICE_OP_LINES) else "derived"
+    if line.startswith(_PYTHON_THREADS):
+        return "python"
+    if line.startswith(_COMPUTE_THREADS):
+        return "compute"
+    if line.startswith("tf_data"):
+        return "data"
+    return "other"
+
+
+class TraceBuilder:
+    """Collects lines of events from one or several files, then builds one Trace."""
+
+    def __init__(self, path: str, fmt: str):
+        self.path = path
+        self.format = fmt
+        self._codes: dict[str, int] = {}
+        self._ops: dict[int, Op] = {}
+        self._lines: list[LineInfo] = []
+        self._chunks: list[dict[str, np.ndarray]] = []
+        self.hosts: list[str] = []
+
+    def intern(self, name: str, op: Op | None = None, plain: bool = False) -> int:
+        """The code of a name; on first sight, which op (if any) events of that name time.
+        `plain` names are never ops (device event names seen off the device's op lines)."""
+        key = f"\0{name}" if plain else name
+        code = self._codes.get(key)
+        if code is None:
+            code = self._codes[key] = len(self._codes)
+            op = None if plain else (op if op is not None else parse_host_event(name))
+            if op is not None:
+                self._ops[code] = op
+        return code
+
+    def op_of(self, code: int) -> Op | None:
+        return self._ops.get(code)
+
+    def add_line(self, info: LineInfo, name: np.ndarray, start_ps: np.ndarray, dur_ps: np.ndarray,
+                 stats: dict[str, np.ndarray] | None = None) -> None:
+        """Add one line's events; `stats` maps column names to arrays aligned with the events."""
+        if info.host not in self.hosts:
+            self.hosts.append(info.host)
+        n = len(name)
+        if n == 0:
+            return
+        chunk = {"line": np.full(n, len(self._lines), np.int32), "name": name.astype(np.int32),
+                 "start_ps": start_ps.astype(np.int64), "dur_ps": dur_ps.astype(np.int64)}
+        for col in (*INT_STATS.values(), *STR_STATS.values()):
+            chunk[col] = stats[col] if stats and col in stats else np.full(n, -1, np.int64)
+        self._lines.append(info)
+        self._chunks.append(chunk)
+
+    def build(self) -> Trace:
+        names = tuple(k.lstrip("\0") for k in self._codes)
+        is_op = np.zeros(len(names) + 1, bool)
+        is_op[list(self._ops)] = True
+        for chunk in self._chunks:
+            chunk["self_ps"] = _op_self_times(chunk, is_op)
+        if self._chunks:
+            data = {c: np.concatenate([ch[c] for ch in self._chunks]) for c in COLUMNS}
+        else:
+            data = {c: np.zeros(0, np.int64) for c in COLUMNS}
+        events = pd.DataFrame(data, columns=list(COLUMNS))
+        return Trace(self.path, events, names, dict(self._ops), tuple(self._lines),
+                     tuple(self.hosts), self.format)
+
+
+def _op_self_times(chunk: dict[str, np.ndarray], is_op: np.ndarray) -> np.ndarray:
+    """Per event of one line: op duration minus the op time nested directly inside it."""
+    self_ps = np.zeros(len(chunk["name"]), np.int64)
+    idx = np.flatnonzero(is_op[chunk["name"]])
+    if len(idx) == 0:
+        return self_ps
+    start, dur = chunk["start_ps"][idx], chunk["dur_ps"][idx]
+    order = np.lexsort((-dur, start))
+    idx, start, dur = idx[order], start[order], dur[order]
+    end = start + dur
+    own = dur.copy()
+    # Most lines hold no nested ops; only clusters of overlapping ops need the stack walk.
+    reach = np.maximum.accumulate(end)
+    nested = np.zeros(len(idx), bool)
+    nested[1:] = start[1:] < reach[:-1]
+    if nested.any():
+        _subtract_children(start, end, own, nested)
+    self_ps[idx] = own
+    return self_ps
+
+
+def _subtract_children(start, end, own, nested) -> None:
+    """Walk each cluster of overlapping ops with a stack; a child's time leaves its parent."""
+    cluster = np.cumsum(~nested) - 1
+    members = np.flatnonzero(np.isin(cluster, cluster[nested]))
+    start_l, end_l = start.tolist(), end.tolist()
+    stack: list[int] = []
+    current = -1
+    for i, c in zip(members.tolist(), cluster[members].tolist()):
+        if c != current:
+            stack, current = [], c
+        s = start_l[i]
+        while stack and end_l[stack[-1]] <= s:
+            stack.pop()
+        if stack:
+            parent = stack[-1]
+            own[parent] -= min(end_l[i], end_l[parent]) - s
+        stack.append(i)

@@ -1,0 +1,1 @@
+"""Capture: everything that imports TensorFlow or Keras, imported lazily."""

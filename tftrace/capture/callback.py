@@ -1,0 +1,246 @@
+"""TraceCallback: profile chosen windows of Keras fit, evaluate and predict, with step markers."""
+
+from __future__ import annotations
+
+import keras
+
+from tftrace.capture.session import ProfilerSession, _warn
+from tftrace.capture.sidecar import describe
+
+_MODES = {"train": "fit", "test": "evaluate", "predict": "predict"}
+
+
+class _Window:
+    """Steps [first, last] of one mode (in chosen epochs, for fit) to profile."""
+
+    def __init__(self, spec, default_len: int, warmup: int):
+        self.default = spec is True or spec == "auto"
+        if spec is None or spec is False:
+            self.first = self.last = None
+        elif self.default:
+            self.first, self.last = warmup, warmup + default_len - 1
+        elif isinstance(spec, int):
+            self.first, self.last = warmup, warmup + spec - 1
+        else:
+            self.first, self.last = int(spec[0]), int(spec[1])
+
+    @property
+    def enabled(self) -> bool:
+        return self.first is not None
+
+    def fit_to(self, total: int | None) -> None:
+        """A short run still gets a window: pull it back inside the steps that will run."""
+        if not self.enabled or not total or self.first < total:
+            return
+        span = self.last - self.first
+        self.first = max(1, total - span - 1) if total > 2 else 0
+        self.last = min(total - 1, self.first + span)
+
+
+class TraceCallback(keras.callbacks.Callback):
+    """Capture profiler traces of chosen steps of `fit`, `evaluate` and `predict`.
+
+    Each window becomes its own run, `<log_dir>/plugins/profile/<time>_<fit|evaluate|predict>...`,
+    readable by `tftrace analyze` and by TensorBoard's Profile tab. Every captured step is
+    wrapped in `tf.profiler.experimental.Trace("train"|"test"|"predict", step_num=n, _r=1)`.
+
+    Args:
+        log_dir: the TensorBoard log directory.
+        fit_steps: steps of each chosen epoch to profile: an (first, last) pair, a count after
+            `warmup`, True for the default window, or None to skip training.
+        epochs: which epochs (0-based) get a fit window; default: the first only.
+        evaluate_steps, predict_steps: the same for evaluate and predict calls (and the
+            validation pass of fit); default: a window in the first call.
+        warmup: steps skipped before a default window (they hold tracing and compilation).
+        window: steps in a default window.
+        host_tracer_level, python_tracer_level, device_tracer_level: the profiler's levels.
+    """
+
+    def __init__(self, log_dir: str, fit_steps=True, epochs=(0,), evaluate_steps=True, predict_steps=True,
+                 warmup: int = 2, window: int = 5, host_tracer_level: int = 2, python_tracer_level: int = 0,
+                 device_tracer_level: int = 1, max_windows: int = 8):
+        super().__init__()
+        self.log_dir = str(log_dir)
+        self.epochs = None if epochs is None else set(epochs)
+        self._specs = {"train": fit_steps, "test": evaluate_steps, "predict": predict_steps}
+        self._warmup, self._window_len = warmup, window
+        self._levels = dict(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level,
+                            device_tracer_level=device_tracer_level)
+        self.max_windows = max_windows
+        self.runs: list[str] = []
+        self._epoch = 0
+        self._windows: dict[str, _Window] = {}
+        self._done: set[str] = set()
+        self._session: ProfilerSession | None = None
+        self._marker = None
+        self._disabled = False
+        self._wrapped: dict[str, object] = {}
+
+    # -- window bookkeeping -------------------------------------------------------------------
+    def _begin_mode(self, mode: str) -> None:
+        window = _Window(self._specs[mode], self._window_len, self._warmup)
+        window.fit_to(self._total_steps(mode))
+        self._windows[mode] = window
+        self._guard(mode)
+
+    def _total_steps(self, mode: str) -> int | None:
+        if mode == "train":
+            return (self.params or {}).get("steps")
+        return None
+
+    def _wanted(self, mode: str) -> bool:
+        if self._disabled or len(self.runs) >= self.max_windows or mode not in self._windows:
+            return False
+        if mode == "train":
+            return self.epochs is None or self._epoch in self.epochs
+        return mode not in self._done
+
+    def _batch_begin(self, mode: str, batch: int) -> None:
+        if not self._wanted(mode):
+            return
+        w = self._windows[mode]
+        if w.enabled and self._session is None and w.first <= batch <= w.last:
+            self._open(mode)
+        if self._session is not None and self._session.label.startswith(_MODES[mode]):
+            self._mark(mode, batch)
+
+    def _batch_end(self, mode: str, batch: int) -> None:
+        self._unmark()
+        if self._session is not None and self._session.label.startswith(_MODES[mode]):
+            if batch >= self._windows[mode].last:
+                self._close(mode)
+
+    def _open(self, mode: str) -> None:
+        label = _MODES[mode] + (f"_epoch{self._epoch + 1}" if mode == "train" else "")
+        session = ProfilerSession(self.log_dir, label, **self._levels)
+        if session.start():
+            self._session = session
+        else:
+            self._disabled = True  # warned once; do not retry every step
+
+    def _mark(self, mode: str, batch: int) -> None:
+        import tensorflow as tf
+        try:
+            self._marker = tf.profiler.experimental.Trace(mode, step_num=int(batch), _r=1)
+            self._marker.__enter__()
+            self._session.steps.append(int(batch))
+        except Exception:
+            self._marker = None
+
+    def _unmark(self) -> None:
+        if self._marker is not None:
+            marker, self._marker = self._marker, None
+            try:
+                marker.__exit__(None, None, None)
+            except Exception:
+                pass
+
+    def _close(self, mode: str, reason: str = "") -> None:
+        session, self._session = self._session, None
+        if session is None:
+            return
+        self._unmark()
+        if reason:
+            _warn(f"{reason}; the {session.label} profile captured so far is kept")
+        meta = self._describe(mode)
+        run = session.stop(sidecar=meta)
+        if run:
+            self.runs.append(run)
+        if mode != "train":
+            self._done.add(mode)
+
+    def _describe(self, mode: str) -> dict:
+        try:
+            batch = (self.params or {}).get("batch_size")
+            return describe(self.model, mode=_MODES[mode], batch_size=batch)
+        except Exception as e:  # metadata is a bonus; never fail the capture for it
+            return {"mode": _MODES[mode], "error": f"{type(e).__name__}: {e}"}
+
+    def _end_mode(self, mode: str) -> None:
+        self._unguard(mode)
+        if self._session is not None and self._session.label.startswith(_MODES[mode]):
+            # A default window simply ends with a short call; a chosen one deserves a warning.
+            short = self._windows[mode].default and self._session.steps
+            self._close(mode, "" if short else "the window reached past the last step")
+        self._windows.pop(mode, None)
+
+    # -- a step that raises must not leave the profiler running ---------------------------------
+    def _guard(self, mode: str) -> None:
+        attr = {"train": "train_function", "test": "test_function", "predict": "predict_function"}[mode]
+        fn = getattr(self.model, attr, None)
+        if fn is None or attr in self._wrapped:
+            return
+        callback = self
+
+        def guarded(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except BaseException as e:
+                if not isinstance(e, StopIteration) and type(e).__name__ != "OutOfRangeError":
+                    callback._abort(mode, f"{_MODES[mode]} raised {type(e).__name__}")
+                raise
+
+        self._wrapped[attr] = fn
+        try:
+            setattr(self.model, attr, guarded)
+        except Exception:
+            self._wrapped.pop(attr, None)
+
+    def _unguard(self, mode: str) -> None:
+        attr = {"train": "train_function", "test": "test_function", "predict": "predict_function"}[mode]
+        fn = self._wrapped.pop(attr, None)
+        if fn is not None:
+            try:
+                setattr(self.model, attr, fn)
+            except Exception:
+                pass
+
+    def _abort(self, mode: str, reason: str) -> None:
+        self._unguard(mode)
+        if self._session is not None:
+            self._close(mode, reason)
+
+    # -- Keras hooks ----------------------------------------------------------------------------
+    def on_train_begin(self, logs=None):
+        self._begin_mode("train")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._batch_begin("train", batch)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._batch_end("train", batch)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._session is not None and self._session.label.startswith("fit"):
+            short = self._windows["train"].default and self._session.steps
+            self._close("train", "" if short else "the epoch ended inside the fit window")
+
+    def on_train_end(self, logs=None):
+        self._end_mode("train")
+
+    def on_test_begin(self, logs=None):
+        self._begin_mode("test")
+
+    def on_test_batch_begin(self, batch, logs=None):
+        self._batch_begin("test", batch)
+
+    def on_test_batch_end(self, batch, logs=None):
+        self._batch_end("test", batch)
+
+    def on_test_end(self, logs=None):
+        self._end_mode("test")
+
+    def on_predict_begin(self, logs=None):
+        self._begin_mode("predict")
+
+    def on_predict_batch_begin(self, batch, logs=None):
+        self._batch_begin("predict", batch)
+
+    def on_predict_batch_end(self, batch, logs=None):
+        self._batch_end("predict", batch)
+
+    def on_predict_end(self, logs=None):
+        self._end_mode("predict")

@@ -1,0 +1,78 @@
+"""Model metadata (layers, parameters, shapes, versions) saved next to a captured run."""
+
+from __future__ import annotations
+
+import json
+import os
+
+SIDECAR = "tftrace_run.json"
+
+
+def write_sidecar(run_dir: str, data: dict) -> str:
+    path = os.path.join(run_dir, SIDECAR)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, sort_keys=True, default=str)
+    return path
+
+
+def _layers(model):
+    """Every layer, nested models' layers included, in model order."""
+    seen = []
+    stack = list(getattr(model, "layers", []) or [])[::-1]
+    while stack:
+        layer = stack.pop()
+        seen.append(layer)
+        inner = getattr(layer, "layers", None)
+        if inner:
+            stack.extend(list(inner)[::-1])
+    return seen
+
+
+def _shape(layer):
+    try:
+        return str(tuple(layer.output.shape))
+    except Exception:  # subclassed models and unbuilt layers have no symbolic output
+        return ""
+
+
+def _params(layer) -> int:
+    try:
+        return int(layer.count_params())
+    except Exception:  # unbuilt layers raise
+        return -1
+
+
+def describe(model, mode: str, batch_size: int | None = None) -> dict:
+    """What analysis needs to name layers and show parameters beside time."""
+    import tensorflow as tf
+    try:
+        import keras
+        keras_version = keras.__version__
+    except ImportError:
+        keras_version = ""
+    layers = []
+    for layer in _layers(model):
+        layers.append({"name": layer.name, "class": type(layer).__name__, "params": _params(layer),
+                       "trainable_params": _trainable(layer), "output_shape": _shape(layer)})
+    return {
+        "model": getattr(model, "name", ""), "mode": mode, "batch_size": batch_size,
+        "params": _params(model), "trainable_params": _trainable(model),
+        "layers": layers, "layer_names": [x["name"] for x in layers],
+        "layer_params": {x["name"]: x["params"] for x in layers},
+        "tensorflow_version": tf.__version__, "keras_version": keras_version,
+    }
+
+
+def _trainable(layer) -> int:
+    try:
+        return int(sum(int(w.shape.num_elements() if hasattr(w.shape, "num_elements") else _prod(w.shape))
+                       for w in layer.trainable_weights))
+    except Exception:
+        return -1
+
+
+def _prod(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n

@@ -1,0 +1,49 @@
+"""Load a run (its host files) into one Trace."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tftrace.build import TraceBuilder
+from tftrace.capture.sidecar import SIDECAR
+from tftrace.errors import TraceReadError
+from tftrace.logdir import Run, find_runs, host_from_file
+from tftrace.trace import Trace
+from tftrace.xplane.read import add_xspace, host_of, parse_xspace
+from tftrace.xplane.trace_json import add_trace_json, load_trace_json
+
+
+
+def load_run(run: Run) -> Trace:
+    """Read every host file of a run; raises TraceReadError naming the first bad file."""
+    fmt = "xplane" if any(f.endswith(".xplane.pb") for f in run.files) else "trace_json"
+    builder = TraceBuilder(run.path, fmt)
+    for path in run.files:
+        if path.endswith(".xplane.pb"):
+            space = parse_xspace(path)
+            add_xspace(builder, space, host_of(path, space))
+            del space  # the message holds the whole file; free it before the next host
+        else:
+            add_trace_json(builder, load_trace_json(path), host_from_file(path))
+    trace = builder.build()
+    return Trace(**{**trace.__dict__, "sidecar": read_sidecar(run)})
+
+
+def read_sidecar(run: Run) -> dict:
+    """The model metadata `TraceCallback` saved beside a run, or {} when there is none."""
+    folder = run.path if os.path.isdir(run.path) else os.path.dirname(run.path)
+    path = os.path.join(folder, SIDECAR)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        raise TraceReadError(f"{path}: unreadable tftrace sidecar ({e})") from None
+    return data if isinstance(data, dict) else {}
+
+
+def load(path: str) -> Trace:
+    """The Trace of the single run at `path` (the first run, by name, of a logdir)."""
+    return load_run(find_runs(path)[0])

@@ -1,0 +1,61 @@
+"""Find runs in a path: a logdir at any depth, one run folder, or one trace file."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from tftrace.errors import NoTracesError, TraceReadError
+
+TRACE_SUFFIXES = (".xplane.pb", ".trace.json.gz", ".trace.json")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One profiling session: a folder `plugins/profile/<run>/` with a file per host."""
+
+    path: str  # the run folder, or the file when a single file was given
+    name: str  # the run's name relative to the logdir, as TensorBoard lists it
+    files: tuple[str, ...]
+
+
+def is_trace_file(path: str) -> bool:
+    return path.endswith(TRACE_SUFFIXES)
+
+
+def find_runs(path: str) -> list[Run]:
+    """The runs under `path`, sorted by name; raises when there is nothing to read."""
+    if not os.path.exists(path):
+        raise TraceReadError(f"{path}: no such file or folder")
+    if os.path.isfile(path):
+        if not is_trace_file(path):
+            raise TraceReadError(f"{path}: not a trace file (expected *.xplane.pb or *.trace.json[.gz])")
+        return [Run(path, os.path.basename(path), (path,))]
+    runs = []
+    for folder, dirs, files in os.walk(path):
+        dirs.sort()
+        traces = _preferred(sorted(f for f in files if is_trace_file(f)))
+        if traces:
+            name = os.path.relpath(folder, path)
+            runs.append(Run(folder, "." if name == "." else name, tuple(os.path.join(folder, f) for f in traces)))
+    if not runs:
+        raise NoTracesError(f"{path}: no profiler traces found (*.xplane.pb or *.trace.json[.gz]) in this folder or below")
+    return sorted(runs, key=lambda r: r.name)
+
+
+def _preferred(files: list[str]) -> list[str]:
+    """One file per host: XSpace where a host has one, else its legacy JSON."""
+    by_host: dict[str, str] = {}
+    for f in files:
+        host = next(f[: -len(s)] for s in TRACE_SUFFIXES if f.endswith(s))
+        if host not in by_host or f.endswith(".xplane.pb"):
+            by_host[host] = f
+    return sorted(by_host.values())
+
+
+def host_from_file(path: str) -> str:
+    base = os.path.basename(path)
+    for s in TRACE_SUFFIXES:
+        if base.endswith(s):
+            return base[: -len(s)]
+    return base

@@ -1,0 +1,68 @@
+"""Parse event names: TF op `name:type`, eager ops, tf.data stages, device kernels."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+# TF graph op names and types, as TensorFlow writes them into `name:type` event names.
+_TF_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_./>\-]*\Z")
+_TF_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*\Z")
+_EAGER_PREFIX = "EagerLocalExecute: "
+_FUNCTION_TYPES = ("__inference_", "__forward_", "__backward_")
+_MEMCPY = ("MemcpyHToD", "MemcpyDToH", "MemcpyDToD", "MemcpyHToH", "MemcpyH2D", "MemcpyD2H", "MemcpyD2D", "MemcpyP2P")
+
+
+class Op(NamedTuple):
+    """What an event name says about the op it times."""
+
+    name: str
+    type: str
+    kind: str  # "tf" (graph op), "eager" (op run eagerly), "data" (tf.data stage), "memcpy"
+
+
+def parse_host_event(event_name: str) -> Op | None:
+    """The op a host event times, or None when the event is runtime machinery, not an op."""
+    if event_name.startswith(_EAGER_PREFIX):
+        op_type = event_name[len(_EAGER_PREFIX):]
+        # An eagerly called tf.function is not an op: its ops run (and are timed) inside it.
+        if op_type.startswith(_FUNCTION_TYPES) or not _TF_TYPE.match(op_type):
+            return None
+        return Op(op_type, op_type, "eager")
+    if event_name.startswith("Iterator::"):
+        return Op(event_name, stage_name(event_name), "data")
+    head, sep, tail = event_name.partition(":")
+    if not sep:
+        return _memcpy(event_name)
+    if _TF_TYPE.match(tail) and _TF_NAME.match(head):
+        return Op(head, tail, "tf")
+    return None
+
+
+def _memcpy(event_name: str) -> Op | None:
+    for prefix in _MEMCPY:
+        if event_name.lower().startswith(prefix.lower()):
+            return Op(event_name, prefix, "memcpy")
+    return None
+
+
+def parse_tf_op(label: str) -> tuple[str, str] | None:
+    """`scope/name:Type` (a `tf_op` stat) as (name, type), or None if it is not one."""
+    head, sep, tail = label.partition(":")
+    if sep and tail and _TF_TYPE.match(tail) and _TF_NAME.match(head):
+        return head, tail
+    return None
+
+
+_ANNOTATION_ARGS = re.compile(r"#[^#]*#")
+
+
+def strip_annotation(annotation: str) -> str:
+    """A GPU kernel annotation `outer::op:Type#k=v#` reduced to its innermost `op:Type`."""
+    parts = [p for p in _ANNOTATION_ARGS.sub("", annotation).split("::") if p]
+    return parts[-1] if parts else ""
+
+
+def stage_name(event_name: str) -> str:
+    """A tf.data iterator event `Iterator::Prefetch::Map` as its own stage, `Map`."""
+    return event_name.rsplit("::", 1)[-1]

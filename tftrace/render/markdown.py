@@ -1,0 +1,70 @@
+"""Markdown: the report for a pull request, a bug report, or TensorBoard's text plugin."""
+
+from __future__ import annotations
+
+from tftrace.render.fmt import PART_LABELS, ms, params, pct
+
+
+def _cell(text) -> str:
+    """Trace strings are user text: keep them from breaking the table or injecting markup."""
+    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+            .replace(">", "&gt;").replace("\n", " ").replace("`", "\\`").replace("*", "\\*")
+            .replace("_", "\\_"))
+
+
+def render_markdown(report, **_options) -> str:
+    out = ["# tftrace report", ""]
+    for run in report.runs:
+        out += _run(run)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _table(header, rows) -> list[str]:
+    if not rows:
+        return []
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def _run(run) -> list[str]:
+    out = [f"## Run {_cell(run.name)}", ""]
+    if run.error:
+        return out + [f"Could not be read: {_cell(run.error)}", ""]
+    st = run.steps
+    out.append(f"- hosts: {_cell(', '.join(run.hosts))}; devices: {_cell(', '.join(run.devices) or 'host only')}; "
+               f"mode: {run.mode}{'; eager execution' if run.eager else ''}")
+    if st.count:
+        out.append(f"- steps: {st.count} (from {_cell(st.source)}), mean {ms(st.mean_ps)} ms, median {ms(st.median_ps)} ms")
+    else:
+        out.append(f"- steps: none found ({_cell(st.source)})")
+    if st.note:
+        out.append(f"- {_cell(st.note)}")
+    out.append("")
+    if run.verdict.text:
+        out += [f"**Verdict ({run.verdict.bound}-bound):** {_cell(run.verdict.text)}", ""]
+    b = run.breakdown
+    if any((b.input, b.compute, b.host_overhead, b.idle)):
+        out += _table(["part", "share of step time"], [(PART_LABELS[k], pct(getattr(b, k))) for k in PART_LABELS])
+    if run.bottlenecks:
+        out += ["### Bottlenecks", ""]
+        for x in run.bottlenecks:
+            out += [f"{x.rank}. **{_cell(x.title)}** ({pct(x.share)} of step time)  ",
+                    f"   Evidence: {_cell(x.evidence)}  ", f"   Fix: {_cell(x.recommendation)}"]
+        out.append("")
+    if run.ops:
+        out += ["### Top ops by self time", ""]
+        out += _table(["#", "op", "type", "category", "layer", "phase", "where", "count", "self ms", "share"],
+                      [(i, o.name, o.type, o.category, o.layer, o.phase, o.device + (" (eager)" if o.eager else ""),
+                        o.count, ms(o.self_ps), pct(o.share)) for i, o in enumerate(run.ops, 1)])
+    if run.layers:
+        out += ["### Layers", ""] + _table(["layer", "self ms", "share", "params"],
+                                           [(r.layer, ms(r.self_ps), pct(r.share), params(r.params)) for r in run.layers])
+    if run.categories:
+        out += ["### Categories", ""] + _table(["category", "self ms", "share"],
+                                               [(r.category, ms(r.self_ps), pct(r.share)) for r in run.categories])
+    if run.input_pipeline.stages:
+        out += ["### tf.data stages", ""] + _table(["stage", "self ms", "share"],
+                                                   [(r.name, ms(r.self_ps), pct(r.share)) for r in run.input_pipeline.stages])
+    out += [f"- note: {_cell(n)}" for n in run.notes]
+    return out + [""]

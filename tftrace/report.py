@@ -1,0 +1,150 @@
+"""The report: frozen parts per run, and its JSON form (to_dict / from_dict round-trip)."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+
+from tftrace.analysis.ops import CategoryRow, LayerRow, OpRow
+from tftrace.errors import ReportError
+
+SCHEMA_VERSION = 1
+BOUNDS = ("input", "compute", "host_overhead", "idle", "unknown")
+PARTS = ("input", "compute", "host_overhead", "idle")
+
+
+@dataclass(frozen=True)
+class StepRow:
+    number: int
+    start_ps: int
+    dur_ps: int
+    input_ps: int
+    compute_ps: int
+    host_overhead_ps: int
+    idle_ps: int
+
+
+@dataclass(frozen=True)
+class StepsSummary:
+    count: int
+    source: str  # how steps were found: marker name, function, call, window, or "none"
+    mean_ps: int
+    median_ps: int
+    note: str = ""
+    steps: tuple[StepRow, ...] = ()
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Fractions of step time (sum ~1); all 0 when no time was measured."""
+
+    input: float = 0.0
+    compute: float = 0.0
+    host_overhead: float = 0.0
+    idle: float = 0.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    bound: str  # one of BOUNDS
+    text: str
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    rank: int
+    kind: str
+    title: str
+    share: float  # of step time
+    evidence: str
+    recommendation: str
+
+
+@dataclass(frozen=True)
+class StageRow:
+    name: str
+    self_ps: int
+    share: float
+
+
+@dataclass(frozen=True)
+class InputPipeline:
+    stages: tuple[StageRow, ...] = ()
+    slowest: str = ""
+
+
+@dataclass(frozen=True)
+class RunReport:
+    path: str
+    name: str
+    hosts: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()
+    mode: str = "unknown"  # train | evaluate | predict | mixed | unknown
+    eager: bool = False
+    steps: StepsSummary = StepsSummary(0, "none", 0, 0)
+    breakdown: Breakdown = Breakdown()
+    verdict: Verdict = Verdict("unknown", "")
+    bottlenecks: tuple[Bottleneck, ...] = ()
+    ops: tuple[OpRow, ...] = ()
+    layers: tuple[LayerRow, ...] = ()
+    categories: tuple[CategoryRow, ...] = ()
+    input_pipeline: InputPipeline = InputPipeline()
+    notes: tuple[str, ...] = ()
+    error: str = ""  # set when the run could not be read; the other parts are then empty
+
+
+@dataclass(frozen=True)
+class Report:
+    runs: tuple[RunReport, ...]
+    tftrace_version: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict:
+        return _to_json(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Report":
+        if not isinstance(data, dict) or "runs" not in data:
+            raise ReportError("not a tftrace report: no 'runs' key")
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise ReportError(f"report schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
+        try:
+            return _from_json(cls, data)
+        except (TypeError, ValueError, KeyError) as e:
+            raise ReportError(f"malformed tftrace report ({e})") from None
+
+
+def _to_json(value):
+    if dataclasses.is_dataclass(value):
+        out = {}
+        for f in dataclasses.fields(value):
+            v = getattr(value, f.name)
+            out[f.name] = _to_json(v)
+            if f.name.endswith("_ps"):  # readers want ms; the exact ps stays for round-trips
+                out[f.name[:-3] + "_ms"] = round(v / 1e9, 6)
+        return out
+    if isinstance(value, (tuple, list)):
+        return [_to_json(v) for v in value]
+    return value
+
+
+def _from_json(cls, data):
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            kwargs[f.name] = _convert(hints[f.name], data[f.name])
+    return cls(**kwargs)
+
+
+def _convert(hint, value):
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        (item, *_rest) = typing.get_args(hint)
+        return tuple(_convert(item, v) for v in value)
+    if dataclasses.is_dataclass(hint):
+        return _from_json(hint, value)
+    if hint is float and isinstance(value, int):
+        return float(value)
+    return value

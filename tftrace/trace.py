@@ -1,0 +1,57 @@
+"""Trace: one run's events as a table (pandas), with the names, lines and hosts it refers to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from tftrace.names import Op
+
+# Integer stats kept as columns (-1 where an event lacks the stat): the ones step detection needs.
+INT_STATS = {"_r": "root", "step_num": "step_num", "iter_num": "iter_num", "group_id": "group_id",
+             "tracing_count": "tracing_count", "is_func": "is_func"}
+# String stats kept as codes into Trace.names (-1 where absent).
+STR_STATS = {"tf_function_call": "fn_call", "eager_op": "eager_op", "step_name": "step_name"}
+COLUMNS = ("line", "name", "start_ps", "dur_ps", "self_ps", *INT_STATS.values(), *STR_STATS.values())
+
+
+@dataclass(frozen=True)
+class LineInfo:
+    """A timeline: one thread of a host, or one stream / op line of a device."""
+
+    host: str
+    plane: str  # "/host:CPU", "/device:GPU:0", ...
+    name: str  # thread or stream name
+    role: str  # python | compute | data | device_ops | derived | other
+
+    @property
+    def on_device(self) -> bool:
+        return self.plane.startswith("/device:")
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """All events of one run (one or several host files), ready for analysis.
+
+    `events` has one row per event: `line` and `name` index `lines` and `names`; times are
+    integer picoseconds; `self_ps` is, for op events, the duration minus the op events nested
+    inside on the same line (runtime wrapper events are transparent), and 0 for other events.
+    """
+
+    path: str
+    events: pd.DataFrame
+    names: tuple[str, ...]
+    ops: dict[int, Op]  # name code -> the op an event of that name times
+    lines: tuple[LineInfo, ...]
+    hosts: tuple[str, ...]
+    format: str  # xplane | trace_json
+    sidecar: dict = field(default_factory=dict)
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        return tuple(sorted({ln.plane for ln in self.lines if ln.on_device}))
+
+    def name_of(self, code: int) -> str:
+        return self.names[code]
