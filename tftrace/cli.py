@@ -54,6 +54,8 @@ def analyze(
     top: int = typer.Option(15, "--top", "-n", min=1, help="How many ops, layers and categories to list."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
     table: str = typer.Option("ops", "--table", help="With --format csv: ops, layers, categories, stages or steps."),
+    tensorboard: bool = typer.Option(True, "--tensorboard/--no-tensorboard",
+                                     help="Also write the results into the logdir as a TensorBoard run."),
 ) -> None:
     """Rank where the time goes in each profiled run under PATH."""
     _check_format(fmt)
@@ -69,6 +71,36 @@ def analyze(
         _fail(str(e))
     color = output is None and fmt == "text" and sys.stdout.isatty()
     _write(render(report, fmt, table=table, color=color), output)
+    if tensorboard and os.path.isdir(path):
+        _write_tensorboard(path, report)
+
+
+def _write_tensorboard(logdir: str, report) -> None:
+    """Summaries beside the profiled runs; a failure here never hides the report just printed."""
+    from tftrace.errors import TftraceError
+    from tftrace.tensorboard import write_report
+    try:
+        where = write_report(logdir, report)
+    except (TftraceError, OSError) as e:
+        typer.echo(f"tftrace: warning: TensorBoard summaries not written: {e}", err=True)
+        return
+    typer.echo(f"tftrace: TensorBoard summaries in {where} (tftrace tensorboard {logdir})", err=True)
+
+
+@app.command("tensorboard")
+def tensorboard_cmd(
+    logdir: str = typer.Argument(..., help="The logdir to show."),
+    port: int = typer.Option(6006, "--port", help="Port on 127.0.0.1."),
+) -> None:
+    """Start TensorBoard on LOGDIR (Profile tab and tftrace's summaries)."""
+    from tftrace.errors import TftraceError
+    from tftrace.tensorboard import serve
+    if not os.path.isdir(logdir):
+        _fail(f"{logdir}: no such folder")
+    try:
+        serve(logdir, port)
+    except TftraceError as e:
+        _fail(str(e))
 
 
 def main() -> None:

@@ -1,0 +1,59 @@
+"""Shared paths and once-per-session captures for the tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLES = os.path.join(ROOT, "sample_traces")
+SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared", "traces"))
+BROKEN = os.path.join(SHARED, "openxla__xprof", "_corrupt_at_bfd424c", "xprof", "convert", "test_xplanes",
+                      "tpu_inference_2.xplane.pb")
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def sample(*parts: str) -> str:
+    return os.path.join(SAMPLES, *parts)
+
+
+def sample_file(scenario: str, variant: str) -> str:
+    return sample(scenario, variant, "plugins", "profile", "run", "sample.xplane.pb")
+
+
+SAMPLE_RUNS = [("augment", "flatten"), ("augment", "gap"), ("predict_loop", "light"), ("predict_loop", "heavy"),
+               ("dropout", "plain"), ("dropout", "dropout")]
+
+
+def shared_traces() -> list[str]:
+    """Every trace file in ../shared/traces (the public traces tests must read)."""
+    if not os.path.isdir(SHARED):
+        raise RuntimeError(f"{SHARED} is missing: the public traces are part of the test data")
+    out = []
+    for folder, _dirs, files in os.walk(SHARED):
+        out += [os.path.join(folder, f) for f in files if f.endswith((".xplane.pb", ".trace.json.gz", ".trace.json"))]
+    return sorted(out)
+
+
+def run_cli(*args: str, check: bool = False, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `python -m tftrace ...` as a user would, in a fresh process."""
+    proc = subprocess.run([sys.executable, "-m", "tftrace", *args], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, **(env or {})}, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"tftrace {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def copy_of(tmp_path):
+    """A private copy of a sample folder, for tests that write into a logdir."""
+    def _copy(src: str) -> str:
+        dst = tmp_path / os.path.basename(src.rstrip("/"))
+        shutil.copytree(src, dst)
+        return str(dst)
+    return _copy
