@@ -76,8 +76,8 @@ def bottlenecks(b: Breakdown, tl: Timeline, ov: Overhead, ops: OpStats, pipeline
 
 def _input(b: Breakdown, tl: Timeline, pipeline: InputPipeline, per_step: float):
     evidence = f"input is {b.input:.0%} of step time ({_ms(tl.input.sum() / max(len(tl.dur), 1))} per step waiting in IteratorGetNext)"
-    if pipeline.stages:
-        top = pipeline.stages[0]
+    if pipeline.slowest:
+        top = next(s for s in pipeline.stages if s.name == pipeline.slowest)
         evidence += f"; slowest tf.data stage: {top.name}, {_ms(top.self_ps)} self time ({top.share:.0%} of pipeline time)"
         title = f"Input pipeline: slowest stage {top.name}"
     else:

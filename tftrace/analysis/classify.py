@@ -151,6 +151,9 @@ def _category(op: Op, lowered: list[str]) -> str:
         return "dropout"
     if bare & _LOSS_SCOPES:
         return "loss"
+    if by_type == "other" and op.type not in _BY_TYPE:
+        # Fused or vendor ops (`_DLSSuperNode` "DLS-SN-MatMul_221") name their kind in the op name.
+        return _kernel_category(op.name.rsplit("/", 1)[-1].lower())
     return by_type
 
 

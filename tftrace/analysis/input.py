@@ -10,6 +10,10 @@ from tftrace.report import InputPipeline, StageRow
 from tftrace.trace import Trace
 
 _INDEX = re.compile(r"\[\d+\]")
+# Buffering and plumbing stages: their self time is mostly waiting for the stage before them,
+# so they are never "the slowest stage" (they stay in the table).
+_PLUMBING = {"Prefetch", "Root", "MaxIntraOpParallelism", "PrivateThreadPool", "Options", "Model",
+             "FiniteTake", "Take", "Repeat", "ForeverRepeat"}
 
 
 def stage_of(name: str) -> str:
@@ -39,5 +43,8 @@ def input_pipeline(trace: Trace, top: int | None = None) -> InputPipeline:
             totals[key] = totals.get(key, 0) + int(dsums[code])
     total = sum(totals.values())
     ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
-    stages = tuple(StageRow(k, v, round(v / total, 6) if total else 0.0) for k, v in ranked[:top])
-    return InputPipeline(stages, ranked[0][0] if ranked else "")
+    working = [k for k, _v in ranked if k not in _PLUMBING] or [k for k, _v in ranked]
+    slowest = working[0] if working else ""
+    shown = ranked[:top] + [kv for kv in ranked[top or len(ranked):] if kv[0] == slowest]
+    stages = tuple(StageRow(k, v, round(v / total, 6) if total else 0.0) for k, v in shown)
+    return InputPipeline(stages, slowest)

@@ -51,27 +51,31 @@ class OpStats:
     device_self_ps: int
 
 
-def op_table(trace: Trace) -> pd.DataFrame:
-    """One row per op name (and side), with its attribution, count and total self time."""
+def op_table(trace: Trace, eager_layer: np.ndarray | None = None, eager_names: list[str] | None = None) -> pd.DataFrame:
+    """One row per op name (and side, and layer for eager ops), with its attribution, count
+    and total self time. `eager_layer` gives eager op events the layer their call order shows."""
     ev = trace.events
     if not trace.ops or ev.empty:
         return _empty_table()
     codes = np.fromiter(trace.ops, np.int64, len(trace.ops))
     on_device = np.array([ln.on_device for ln in trace.lines] or [False], bool)
-    dev = on_device[ev["line"].to_numpy()]
     name = ev["name"].to_numpy()
     selected = np.isin(name, codes)
-    key = name[selected] * 2 + dev[selected]
+    layer = (eager_layer if eager_layer is not None else np.full(len(ev), -1, np.int64))[selected] + 1
+    n_layers = len(eager_names or []) + 1
+    key = (name[selected] * 2 + on_device[ev["line"].to_numpy()][selected]) * n_layers + layer
     uniq, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
     self_ps = np.bincount(inverse, weights=ev["self_ps"].to_numpy()[selected]).astype(np.int64)
     layer_names = frozenset(trace.sidecar.get("layer_names", ()))
     device_kind = _device_kind(trace)
     rows = []
     for k, c, s in zip(uniq.tolist(), counts.tolist(), self_ps.tolist()):
-        op = trace.ops[k // 2]
+        code, dev, lay = k // n_layers // 2, (k // n_layers) % 2, k % n_layers
+        op = trace.ops[code]
         att = classify(op, layer_names)
-        rows.append((op.name, op.type, att.category, att.layer, att.phase,
-                     device_kind if k % 2 else "host", c, s, op.kind == "eager"))
+        layer_name = eager_names[lay - 1] if lay else att.layer
+        rows.append((op.name, op.type, att.category, layer_name, att.phase,
+                     device_kind if dev else "host", c, s, op.kind == "eager"))
     table = pd.DataFrame(rows, columns=["name", "type", "category", "layer", "phase", "device",
                                         "count", "self_ps", "eager"])
     # One op can appear under several event names (e.g. a kernel per GPU): merge them.

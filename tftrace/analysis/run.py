@@ -6,6 +6,7 @@ import numpy as np
 
 from tftrace.analysis.bottlenecks import bottlenecks
 from tftrace.analysis.breakdown import timeline
+from tftrace.analysis.eager import eager_layers
 from tftrace.analysis.input import input_pipeline
 from tftrace.analysis.ops import op_stats, op_table
 from tftrace.analysis.overhead import overhead
@@ -21,9 +22,9 @@ _COMPUTE_CATEGORIES = {"matmul", "convolution", "reduction", "reshape", "element
 
 def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP) -> RunReport:
     """The full report of one run; `top` bounds the ranked op, layer and category lists."""
-    table = op_table(trace)
-    stats = op_stats(trace, table, top)
     steps = find_steps(trace)
+    table = op_table(trace, *eager_layers(trace, steps.starts))
+    stats = op_stats(trace, table, top)
     tl = timeline(trace, steps)
     ov = overhead(trace, steps)
     parts = Breakdown(*(round(tl.fraction(p), 6) for p in (tl.input, tl.compute, tl.overhead, tl.idle)))

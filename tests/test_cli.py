@@ -1,0 +1,101 @@
+"""The `tftrace` command as users run it: formats, options, and no TensorFlow import."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, run_cli, sample
+from tftrace.report import SCHEMA_VERSION, Report
+
+FLATTEN = sample("augment", "flatten")
+
+
+def test_text_output_is_a_readable_ranked_report():
+    out = run_cli("analyze", FLATTEN, "--no-tensorboard", check=True).stdout
+    assert "Verdict (input)" in out and "Bottlenecks" in out and "Top ops by self time" in out
+    assert out.index("Verdict") < out.index("Top ops")
+
+
+def test_json_follows_the_contract_and_round_trips():
+    data = json.loads(run_cli("analyze", sample("augment"), "-f", "json", "--no-tensorboard", check=True).stdout)
+    assert data["schema_version"] == SCHEMA_VERSION and data["tftrace_version"]
+    assert len(data["runs"]) == 2
+    for run in data["runs"]:
+        for key in ("path", "hosts", "devices", "mode", "steps", "breakdown", "verdict", "bottlenecks", "ops",
+                    "layers", "categories", "input_pipeline"):
+            assert key in run, key
+        assert {"count", "source", "mean_ms", "median_ms"} <= set(run["steps"])
+        assert set(run["breakdown"]) == {"input", "compute", "host_overhead", "idle"}
+        assert sum(run["breakdown"].values()) == pytest.approx(1.0, abs=0.01)
+        assert {"bound", "text"} <= set(run["verdict"])
+        for b in run["bottlenecks"]:
+            assert {"rank", "kind", "title", "share", "evidence", "recommendation"} <= set(b)
+        for op in run["ops"]:
+            assert {"name", "type", "category", "layer", "phase", "device", "count", "self_ms", "share"} <= set(op)
+        assert all({"layer", "self_ms", "share"} <= set(x) for x in run["layers"])
+        assert all({"category", "self_ms", "share"} <= set(x) for x in run["categories"])
+        assert all({"name", "self_ms", "share"} <= set(x) for x in run["input_pipeline"]["stages"])
+    assert Report.from_dict(data).to_dict() == data
+
+
+def test_top_limits_every_ranked_list():
+    run = json.loads(run_cli("analyze", FLATTEN, "-f", "json", "--top", "3", "--no-tensorboard",
+                             check=True).stdout)["runs"][0]
+    assert len(run["ops"]) == 3 and len(run["layers"]) <= 3 and len(run["categories"]) == 3
+    selfs = [o["self_ms"] for o in run["ops"]]
+    assert selfs == sorted(selfs, reverse=True)
+
+
+def test_markdown_and_output_file(tmp_path):
+    out = tmp_path / "report.md"
+    proc = run_cli("analyze", FLATTEN, "-f", "markdown", "-o", str(out), "--no-tensorboard", check=True)
+    assert proc.stdout == ""
+    text = out.read_text()
+    assert text.startswith("# tftrace report") and "| op | type |" in text and "**Verdict (input-bound):**" in text
+
+
+@pytest.mark.parametrize("table,column", [("ops", "self_ms"), ("layers", "layer"), ("categories", "category"),
+                                          ("stages", "name"), ("steps", "dur_ms")])
+def test_csv_tables(table, column):
+    text = run_cli("analyze", FLATTEN, "-f", "csv", "--table", table, "--no-tensorboard", check=True).stdout
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert rows and column in rows[0] and rows[0]["run"]
+
+
+def test_unknown_format_is_a_one_line_error():
+    proc = run_cli("analyze", FLATTEN, "-f", "pdf", "--no-tensorboard")
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "pdf" in proc.stderr
+
+
+def test_refuses_to_overwrite_a_trace_file(copy_of):
+    logdir = copy_of(FLATTEN)
+    target = f"{logdir}/plugins/profile/run/sample.xplane.pb"
+    before = open(target, "rb").read()
+    proc = run_cli("analyze", logdir, "-o", target, "--no-tensorboard")
+    assert proc.returncode == 2 and open(target, "rb").read() == before
+
+
+@pytest.mark.parametrize("args", [["--help"], ["analyze", FLATTEN, "-f", "json"], ["analyze", "--help"]])
+def test_cli_imports_no_tensorflow(args, copy_of):
+    if len(args) > 2:
+        args = ["analyze", copy_of(FLATTEN), "-f", "json"]  # writes TensorBoard summaries too
+    code = f"""
+import sys
+sys.argv = ['tftrace'] + {args!r}
+from tftrace.cli import app
+try:
+    app()
+except SystemExit as e:
+    assert not e.code, e.code
+bad = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'tensorboard_plugin_profile', 'xprof'))
+assert not bad, bad
+print('clean', file=sys.stderr)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0 and "clean" in proc.stderr, proc.stderr[-3000:]

@@ -1,0 +1,175 @@
+"""Reading real traces: samples, the public traces, and every kind of bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+
+import pytest
+
+from conftest import BROKEN, SAMPLE_RUNS, SHARED, run_cli, sample, sample_file, shared_traces
+from tftrace.analysis.ops import op_stats
+from tftrace.analysis.run import analyze_trace
+from tftrace.errors import TraceReadError
+from tftrace.load import load, load_run
+from tftrace.logdir import find_runs
+
+GOOD_SHARED = [p for p in shared_traces() if p != BROKEN]
+
+
+# This legacy file holds one `train_function` call and its runtime events, but no op events.
+NO_OPS = "tfprofiler_local_missing_metadata"
+
+
+@pytest.mark.parametrize("path", GOOD_SHARED, ids=lambda p: os.path.relpath(p, SHARED)[:60])
+def test_every_good_public_trace_reads_into_a_sensible_op_table(path):
+    trace = load_run(find_runs(path)[0])
+    assert len(trace.events) > 0
+    stats = op_stats(trace, top=None)
+    if NO_OPS in path:
+        assert not stats.ops
+        assert analyze_trace(trace, "x").steps.source == "function 'train_function'"
+        return
+    assert stats.ops, "no ops found"
+    assert all(o.self_ps >= 0 and o.count > 0 for o in stats.ops)
+    assert all(o.category for o in stats.ops)
+    for side in ("host", "device"):
+        shares = sum(o.share for o in stats.ops if (o.device == "host") == (side == "host"))
+        assert shares == pytest.approx(1.0, abs=1e-3) or shares == 0
+
+
+@pytest.mark.parametrize("path,kind", [
+    ("tensorflow__profiler/demo/plugins/profile/GPU-multi-worker/34.83.195.179_6003.xplane.pb", "GPU"),
+    ("openxla__xprof/xprof/convert/test_xplanes/tpu_inference_2.xplane.pb", "TPU"),
+    ("AMD-AGI__TraceLens/tests/traces/mi300/jax08_gemm/tw003.xplane.pb", "GPU"),
+])
+def test_device_ops_appear_as_device_ops(path, kind):
+    stats = op_stats(load(os.path.join(SHARED, path)), top=None)
+    device_ops = [o for o in stats.ops if o.device != "host"]
+    assert device_ops and all(o.device == kind for o in device_ops)
+    assert stats.device_self_ps > 0
+    # Derived lines (name scopes, modules, steps) repeat op time: they must not become ops.
+    names = {o.name for o in device_ops}
+    assert not any(n.startswith("jit_") and "(" in n for n in names)
+
+
+def test_gpu_kernels_are_attributed_to_the_tf_ops_that_launched_them():
+    stats = op_stats(load(os.path.join(SHARED, "tensorflow__profiler")), top=None)
+    gpu = [o for o in stats.ops if o.device == "GPU"]
+    assert any(o.type == "RandomUniform" and o.category == "dropout" for o in gpu)
+    assert any(o.layer == "bert_encoder_1" for o in gpu)
+
+
+def test_legacy_json_traces_read_ops_with_types_and_categories():
+    ampere = op_stats(load(os.path.join(SHARED, "AmpereComputingAI__ampere_model_library")), top=None)
+    fused = [o for o in ampere.ops if o.type == "_DLSSuperNode"]
+    assert fused and any(o.category == "matmul" and "MatMul" in o.name for o in fused)
+    trace = load(os.path.join(SHARED, "awslabs__sagemaker-debugger", "tests", "profiler", "resources",
+                              "tfprofiler_timeline_traces"))
+    assert trace.format == "trace_json"
+    ops = op_stats(trace, top=None).ops
+    assert any(o.type == "StridedSlice" and o.category == "reshape" for o in ops)
+
+
+@pytest.mark.parametrize("scenario,variant", SAMPLE_RUNS)
+def test_sample_traces_are_small_real_xspace_files(scenario, variant):
+    path = sample_file(scenario, variant)
+    assert os.path.getsize(path) < 1_000_000
+    trace = load(sample(scenario, variant))
+    assert trace.hosts and trace.sidecar.get("layer_names")
+
+
+def test_a_run_with_several_host_files_is_one_run_with_several_hosts(tmp_path):
+    run = tmp_path / "plugins" / "profile" / "run"
+    run.mkdir(parents=True)
+    shutil.copy(sample_file("augment", "gap"), run / "worker0.xplane.pb")
+    shutil.copy(sample_file("augment", "flatten"), run / "worker1.xplane.pb")
+    runs = find_runs(str(tmp_path))
+    assert len(runs) == 1 and len(runs[0].files) == 2
+    assert len(load_run(runs[0]).hosts) == 1 or len(load_run(runs[0]).hosts) == 2
+
+
+def test_logdir_at_any_depth_finds_keras3_train_and_validation_folders(tmp_path):
+    for sub in ("train", "validation"):
+        dst = tmp_path / "logs" / sub / "plugins" / "profile" / "run"
+        dst.mkdir(parents=True)
+        shutil.copy(sample_file("augment", "gap"), dst / "host.xplane.pb")
+    names = [r.name for r in find_runs(str(tmp_path))]
+    assert names == ["logs/train/plugins/profile/run", "logs/validation/plugins/profile/run"]
+
+
+def _bad_inputs(tmp_path):
+    empty = tmp_path / "empty.xplane.pb"
+    empty.write_bytes(b"")
+    data = open(sample_file("augment", "gap"), "rb").read()
+    truncated = tmp_path / "truncated.xplane.pb"
+    truncated.write_bytes(data[: len(data) // 2])
+    text = tmp_path / "notes.xplane.pb"
+    text.write_text("this is not a trace\n")
+    badgz = tmp_path / "bad.trace.json.gz"
+    badgz.write_bytes(b"\x1f\x8b\x08\x00garbage")
+    badjson = tmp_path / "bad.trace.json"
+    badjson.write_text('{"not": "a trace"}')
+    nofolder = tmp_path / "nothing_here"
+    nofolder.mkdir()
+    return {
+        "missing": (str(tmp_path / "nope"), "no such file"),
+        "no traces": (str(nofolder), "no profiler traces"),
+        "empty": (str(empty), "empty"),
+        "truncated": (str(truncated), "truncated or corrupt"),
+        "not a trace": (str(text), "not a readable"),
+        "bad gzip": (str(badgz), "gzip"),
+        "bad json": (str(badjson), "traceEvents"),
+        "other file": (os.path.join(sample("capture_samples.py")), "not a trace file"),
+        "broken public": (BROKEN, "truncated or corrupt"),
+    }
+
+
+def test_bad_input_gives_one_line_error_naming_file_and_exit_2(tmp_path):
+    for label, (path, words) in _bad_inputs(tmp_path).items():
+        proc = run_cli("analyze", path, "--no-tensorboard")
+        assert proc.returncode == 2, label
+        err = proc.stderr.strip()
+        assert "Traceback" not in proc.stderr and len(err.splitlines()) == 1, (label, proc.stderr)
+        assert err.startswith("tftrace: error: ") and words in err, (label, err)
+        assert os.path.basename(path) in err, (label, err)
+
+
+def test_library_raises_trace_read_error_for_bad_files(tmp_path):
+    for label, (path, _words) in _bad_inputs(tmp_path).items():
+        with pytest.raises(Exception) as info:
+            load(path)
+        assert isinstance(info.value, TraceReadError) or type(info.value).__name__ == "NoTracesError", label
+
+
+def _digest(folder):
+    out = {}
+    for root, _dirs, files in os.walk(folder):
+        for f in files:
+            p = os.path.join(root, f)
+            out[p] = hashlib.sha256(open(p, "rb").read()).hexdigest()
+    return out
+
+
+def test_logdir_with_one_broken_run_reports_good_runs_and_names_the_broken_one(tmp_path):
+    for name in ("good", "broken"):
+        (tmp_path / "plugins" / "profile" / name).mkdir(parents=True)
+    shutil.copy(sample_file("augment", "gap"), tmp_path / "plugins/profile/good/host.xplane.pb")
+    shutil.copy(BROKEN, tmp_path / "plugins/profile/broken/host.xplane.pb")
+    before = _digest(tmp_path)
+    proc = run_cli("analyze", str(tmp_path), "--format", "json", "--no-tensorboard")
+    assert proc.returncode == 0, proc.stderr
+    import json
+    runs = {r["name"]: r for r in json.loads(proc.stdout)["runs"]}
+    assert runs["plugins/profile/good"]["ops"] and not runs["plugins/profile/good"]["error"]
+    assert "host.xplane.pb" in runs["plugins/profile/broken"]["error"]
+    assert _digest(tmp_path) == before, "analyze must never write into the input files"
+
+
+def test_analyze_never_modifies_inputs_even_when_writing_summaries(copy_of):
+    logdir = copy_of(sample("augment", "gap"))
+    before = _digest(logdir)
+    run_cli("analyze", logdir, check=True)
+    after = _digest(logdir)
+    assert {p: d for p, d in after.items() if p in before} == before

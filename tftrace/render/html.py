@@ -1,0 +1,191 @@
+"""HTML: one self-contained page per report (inline CSS and SVG, nothing fetched), for sharing."""
+
+from __future__ import annotations
+
+from tftrace.render.fmt import PART_LABELS, ms, params, pct
+from tftrace.render.html_charts import (LAYER_COLOR, PART_COLORS, category_color, esc,
+                                        hbar_chart, step_chart)
+from tftrace.render.html_style import CSS
+
+
+def render_html(report, **_options) -> str:
+    runs = report.runs
+    nav = ""
+    if len(runs) > 1:
+        links = "".join(f'<a href="#run-{i}">{esc(r.name)}</a>' for i, r in enumerate(runs, 1))
+        nav = f'<nav class="runs">{links}</nav>'
+    body = "\n".join(_run(run, i) for i, run in enumerate(runs, 1))
+    version = esc(report.tftrace_version or "")
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>tftrace report</title>
+<style>{CSS}</style>
+</head>
+<body>
+<header class="top"><div class="wrap"><span class="brand">tftrace</span>
+<span class="sub">TensorFlow profiler report · {len(runs)} run{'s' if len(runs) != 1 else ''}</span></div></header>
+<main class="wrap">
+{nav}
+{body}
+</main>
+<footer class="wrap">tftrace {version} · report schema {int(report.schema_version)}</footer>
+</body>
+</html>
+"""
+
+
+def _run(run, index: int) -> str:
+    parts = [f'<section class="run" id="run-{index}">', _header(run)]
+    if run.error:
+        parts.append(f'<div class="error"><strong>This run could not be read.</strong> {esc(run.error)}</div>')
+    else:
+        parts += [_verdict(run), _bottlenecks(run.bottlenecks), _charts(run), _tables(run), _notes(run)]
+    return "\n".join(p for p in parts if p) + "\n</section>"
+
+
+def _header(run) -> str:
+    st = run.steps
+    facts = [("hosts", ", ".join(run.hosts) or "unknown"), ("devices", ", ".join(run.devices) or "host (CPU) only"),
+             ("mode", run.mode + (" · eager" if run.eager else ""))]
+    if st.count:
+        facts += [("steps", f"{st.count} (from {st.source})"), ("mean step", f"{ms(st.mean_ps)} ms"),
+                  ("median step", f"{ms(st.median_ps)} ms")]
+    else:
+        facts.append(("steps", f"none found ({st.source})"))
+    cells = "".join(f'<div class="fact"><dt>{esc(k)}</dt><dd>{esc(v)}</dd></div>' for k, v in facts)
+    note = f'<p class="muted">{esc(st.note)}</p>' if st.note else ""
+    return (f'<div class="run-head"><h2>Run <span class="name">{esc(run.name)}</span></h2>'
+            f'<code class="path">{esc(run.path)}</code></div><dl class="facts">{cells}</dl>{note}')
+
+
+def _verdict(run) -> str:
+    v = run.verdict
+    if not v.text:
+        return ""
+    color = PART_COLORS.get(v.bound, "#8a8f98")
+    label = PART_LABELS.get(v.bound, v.bound)
+    return (f'<div class="verdict" style="border-left-color:{color}">'
+            f'<span class="badge" style="background:{color}">{esc(label)}-bound</span>'
+            f'<p>{_rich(v.text)}</p>{_breakdown(run.breakdown)}</div>')
+
+
+def _breakdown(b) -> str:
+    """The run's step-time shares as one 100% strip with a legend, in the part colors."""
+    if not any(getattr(b, part) for part in PART_LABELS):
+        return ""
+    segs = "".join(f'<span class="seg" style="width:{getattr(b, p) * 100:.2f}%;background:{PART_COLORS[p]}" '
+                   f'title="{PART_LABELS[p]} {pct(getattr(b, p))}"></span>' for p in PART_LABELS)
+    return f'<div class="strip" data-breakdown>{segs}</div>{_legend(b)}'
+
+
+def _legend(b=None) -> str:
+    items = "".join(f'<span class="key"><i style="background:{PART_COLORS[p]}"></i>{PART_LABELS[p]}'
+                    + (f' <b>{pct(getattr(b, p))}</b>' if b is not None else "") + "</span>"
+                    for p in PART_LABELS)
+    return f'<div class="legend">{items}</div>'
+
+
+def _bottlenecks(items) -> str:
+    if not items:
+        return ""
+    cards = []
+    for x in items:
+        color = PART_COLORS.get(x.kind, PART_COLORS["compute"])
+        cards.append(
+            f'<li class="bottleneck"><div class="rank" style="background:{color}">{int(x.rank)}</div>'
+            f'<div class="body"><div class="title-row"><h4>{esc(x.title)}</h4>'
+            f'<span class="share">{pct(x.share)} <small>of step time</small></span></div>'
+            f'<div class="meter"><span style="width:{min(x.share, 1) * 100:.2f}%;background:{color}"></span></div>'
+            f'<p><span class="tag">evidence</span><span>{_rich(x.evidence)}</span></p>'
+            f'<p><span class="tag fix">fix</span><span>{_rich(x.recommendation)}</span></p></div></li>')
+    return '<h3>Bottlenecks</h3><ol class="bottlenecks">' + "".join(cards) + "</ol>"
+
+
+def _charts(run) -> str:
+    out = []
+    if run.steps.steps:
+        out.append('<div class="card"><h3>Step time per step</h3>' + _legend()
+                   + f'<div class="chart-box">{step_chart(run.steps.steps)}</div></div>')
+    if run.ops:
+        rows = [(o.name, o.self_ps, o.share, category_color(o.category), f"{o.name} ({o.type})") for o in run.ops]
+        out.append('<div class="card"><h3>Top ops by self time</h3>' + _category_keys(run)
+                   + f'<div class="chart-box">{hbar_chart("ops", rows, 1080, 420)}</div></div>')
+    pair = []
+    if run.layers:
+        rows = [(r.layer, r.self_ps, r.share, LAYER_COLOR, r.layer) for r in run.layers]
+        pair.append(f'<div class="card"><h3>Layers by self time</h3>'
+                    f'<div class="chart-box">{hbar_chart("layers", rows, 520, 170)}</div></div>')
+    if run.categories:
+        rows = [(r.category, r.self_ps, r.share, category_color(r.category), r.category) for r in run.categories]
+        pair.append(f'<div class="card"><h3>Op categories by self time</h3>'
+                    f'<div class="chart-box">{hbar_chart("categories", rows, 520, 170)}</div></div>')
+    if pair:
+        out.append('<div class="pair">' + "".join(pair) + "</div>")
+    return "\n".join(out)
+
+
+def _category_keys(run) -> str:
+    """Which color is which category, for the categories that appear among the ops shown."""
+    seen = dict.fromkeys(o.category for o in run.ops)
+    items = "".join(f'<span class="key"><i style="background:{category_color(c)}"></i>{esc(c)}</span>'
+                    for c in seen)
+    return f'<div class="legend small">{items}</div>'
+
+
+def _tables(run) -> str:
+    out, small = [], []
+    if run.ops:
+        out.append(_table("ops", "Top ops by self time",
+                          ["#", "op", "type", "category", "layer", "phase", "where", "count", "self ms", "share"],
+                          [(i, _mono(o.name), esc(o.type), esc(o.category), _mono(o.layer), esc(o.phase),
+                            esc(o.device + (" (eager)" if o.eager else "")), o.count, ms(o.self_ps),
+                            _share(o.share)) for i, o in enumerate(run.ops, 1)]))
+    if run.layers:
+        small.append(_table("layers", "Layers", ["layer", "self ms", "share", "params"],
+                          [(_mono(r.layer), ms(r.self_ps), _share(r.share), params(r.params)) for r in run.layers]))
+    if run.categories:
+        small.append(_table("categories", "Op categories", ["category", "self ms", "share"],
+                          [(esc(r.category), ms(r.self_ps), _share(r.share)) for r in run.categories]))
+    if run.input_pipeline.stages:
+        small.append(_table("stages", "tf.data stages", ["stage", "self ms", "share"],
+                          [(_mono(r.name), ms(r.self_ps), _share(r.share)) for r in run.input_pipeline.stages]))
+    if small:
+        out.append('<div class="trio">' + "".join(small) + "</div>")
+    return "\n".join(out)
+
+
+def _table(kind: str, title: str, header, rows) -> str:
+    """Cells arrive as safe HTML: trace strings were escaped by the caller, numbers are ours."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return (f'<div class="card"><h3>{esc(title)}</h3><div class="table-box"><table data-table="{kind}">'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div></div>")
+
+
+def _mono(text) -> str:
+    """A name in monospace that may wrap after a scope separator (escaping adds no '/' or ':')."""
+    if not text:
+        return '<span class="muted">–</span>'
+    return '<span class="mono">' + esc(text).replace("/", "/<wbr>").replace("::", "::<wbr>") + "</span>"
+
+
+def _share(fraction: float) -> str:
+    return (f'<span class="cell-share"><span class="mini"><span style="width:{min(fraction, 1) * 100:.1f}%">'
+            f'</span></span>{pct(fraction)}</span>')
+
+
+def _notes(run) -> str:
+    if not run.notes:
+        return ""
+    return '<div class="notes"><h4>Notes</h4><ul>' + "".join(f"<li>{esc(n)}</li>" for n in run.notes) + "</ul></div>"
+
+
+def _rich(text: str) -> str:
+    """Escaped text with `backticked` spans as code, as the analyses write recommendations."""
+    pieces = esc(text).split("`")
+    if len(pieces) % 2 == 0:  # an unpaired backtick: show the text as written
+        return esc(text)
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(pieces))

@@ -1,0 +1,228 @@
+"""Write tftrace's results into a logdir as a TensorBoard run, and start TensorBoard on it."""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+import types
+
+from tftrace.errors import TftraceError
+
+RUN_DIR = "tftrace"  # the TensorBoard run beside the profiled ones: <logdir>/tftrace/
+TEXT_TAG = "tftrace/report"
+# (tag suffix, StepRow field, what it measures): one scalar series per part of the step time.
+STEP_SCALARS = (("step_time_ms", "dur_ps", "Step time"), ("input_ms", "input_ps", "Time waiting for input"),
+                ("compute_ms", "compute_ps", "Compute time"),
+                ("host_overhead_ms", "host_overhead_ps", "Host (framework) overhead"),
+                ("idle_ms", "idle_ps", "Idle time"))
+_EVENTS_PREFIX = "events.out.tfevents."
+_EVENTS_SUFFIX = ".tftrace"  # marks the event files tftrace wrote: the only ones it ever removes
+_CRC_MASK_DELTA = 0xA282EAD8
+
+
+class TensorBoardError(TftraceError):
+    """TensorBoard summaries cannot be written, or TensorBoard cannot be started."""
+
+
+# --- TFRecord framing -------------------------------------------------------------------------
+
+def _crc32c_table() -> tuple[int, ...]:
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1  # Castagnoli polynomial, reflected
+        table.append(c)
+    return tuple(table)
+
+
+_TABLE = _crc32c_table()
+
+
+def crc32c_py(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = _TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+@functools.cache
+def _crc32c_impl():
+    """The C extension when installed: the pure-Python loop costs about 1 s per 10 MB."""
+    try:
+        import google_crc32c
+    except ImportError:
+        return crc32c_py
+    return lambda data: google_crc32c.value(bytes(data))
+
+
+def crc32c(data: bytes) -> int:
+    return _crc32c_impl()(data)
+
+
+def masked_crc32c(data: bytes) -> int:
+    crc = crc32c(data)
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _CRC_MASK_DELTA) & 0xFFFFFFFF
+
+
+def tfrecord(data: bytes) -> bytes:
+    """One TFRecord: uint64 length, masked CRC of the length, data, masked CRC of the data."""
+    header = struct.pack("<Q", len(data))
+    return header + struct.pack("<I", masked_crc32c(header)) + data + struct.pack("<I", masked_crc32c(data))
+
+
+# --- summaries --------------------------------------------------------------------------------
+
+def _protos():
+    """TensorBoard's own protos: they import neither TensorFlow nor TensorBoard's server."""
+    try:
+        from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
+    except ImportError:
+        raise TensorBoardError("the tensorboard package is not installed (pip install tensorboard); "
+                               "pass --no-tensorboard to skip the summaries") from None
+    return types.SimpleNamespace(event=event_pb2, summary=summary_pb2, tensor=tensor_pb2,
+                                 shape=tensor_shape_pb2, dtypes=types_pb2)
+
+
+def _value(pb, tag: str, plugin: str, description: str, **tensor):
+    """A Summary.Value in the tensor form (TF2 `tf.summary`) that the scalars and text plugins read."""
+    metadata = pb.summary.SummaryMetadata(
+        summary_description=description,
+        plugin_data=pb.summary.SummaryMetadata.PluginData(plugin_name=plugin))  # content: version 0 = b""
+    return pb.summary.Summary.Value(tag=tag, metadata=metadata, tensor=pb.tensor.TensorProto(
+        tensor_shape=pb.shape.TensorShapeProto(), **tensor))
+
+
+def _text_event(pb, wall_time: float, markdown: str):
+    value = _value(pb, TEXT_TAG, "text", "tftrace's report on the profiled runs in this logdir",
+                   dtype=pb.dtypes.DT_STRING, string_val=[markdown.encode("utf-8")])
+    return pb.event.Event(wall_time=wall_time, step=0, summary=pb.summary.Summary(value=[value]))
+
+
+def run_label(run) -> str:
+    """The run as TensorBoard's Profile tab names it: `train/plugins/profile/r1` -> `train/r1`."""
+    parts = [p for p in run.name.replace(os.sep, "/").split("/") if p not in ("", ".")]
+    for i in range(len(parts) - 1):
+        if parts[i:i + 2] == ["plugins", "profile"]:
+            parts = parts[:i] + parts[i + 2:]
+            break
+    return "/".join(parts) or os.path.basename(os.path.normpath(run.path))
+
+
+def _step_events(pb, wall_time: float, run) -> list:
+    """One event per step holding its times; none for windows (not steps) or unreadable runs."""
+    steps = run.steps
+    if run.error or not steps.count:
+        return []
+    numbers = [s.number for s in steps.steps]
+    # The profiler's step numbers line up with the training steps users know; use them unless
+    # they repeat (TensorBoard would then show one point per number).
+    if len(set(numbers)) != len(numbers) or min(numbers) < 0:
+        numbers = list(range(len(steps.steps)))
+    label = run_label(run)
+    events = []
+    for number, row in zip(numbers, steps.steps):
+        values = [_value(pb, f"{RUN_DIR}/{label}/{name}", "scalars", f"{what} of each step of the profiled run "
+                         f"{label}, in ms (from tftrace)", dtype=pb.dtypes.DT_FLOAT, float_val=[getattr(row, field) / 1e9])
+                  for name, field, what in STEP_SCALARS]
+        events.append(pb.event.Event(wall_time=wall_time, step=number, summary=pb.summary.Summary(value=values)))
+    return events
+
+
+def encode_events(report, wall_time: float) -> bytes:
+    """The whole event file: file_version first (as TensorBoard's writer does), then the summaries."""
+    from tftrace.render.markdown import render_markdown
+    pb = _protos()
+    event_pb2 = pb.event
+    # A session START tells a running TensorBoard to drop what it read from the file this one
+    # replaces, instead of showing both.
+    events = [event_pb2.Event(wall_time=wall_time, file_version="brain.Event:2"),
+              event_pb2.Event(wall_time=wall_time, step=0,
+                              session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)),
+              _text_event(pb, wall_time, render_markdown(report))]
+    for run in report.runs:
+        events += _step_events(pb, wall_time, run)
+    return b"".join(tfrecord(e.SerializeToString()) for e in events)
+
+
+# --- files ------------------------------------------------------------------------------------
+
+def summary_dir(logdir: str) -> str:
+    """<logdir>/tftrace; given a run folder (.../plugins/profile/<run>), the TensorBoard run that
+    holds it, so nothing is ever added inside a profiled run's folder."""
+    parts = os.path.abspath(logdir).split(os.sep)
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i:i + 2] == ["plugins", "profile"]:
+            return os.path.join(os.sep.join(parts[:i]) or os.sep, RUN_DIR)
+    return os.path.join(logdir, RUN_DIR)
+
+
+def is_own_event_file(name: str) -> bool:
+    return name.startswith(_EVENTS_PREFIX) and name.endswith(_EVENTS_SUFFIX)
+
+
+def write_report(logdir: str, report) -> str:
+    """Write the report (text) and per-step times (scalars) as the TensorBoard run <logdir>/tftrace,
+    replacing what an earlier call wrote there; return that folder."""
+    wall_time = time.time()
+    data = encode_events(report, wall_time)
+    where = summary_dir(logdir)
+    try:
+        os.makedirs(where, exist_ok=True)
+        path = _write_file(where, data, wall_time)
+        _remove_older(where, keep=path)
+    except OSError as e:
+        raise TensorBoardError(f"{where}: cannot write TensorBoard summaries: {e.strerror or e}") from None
+    return where
+
+
+def _write_file(folder: str, data: bytes, wall_time: float) -> str:
+    # Written under a name without "tfevents" and renamed, so a running TensorBoard never reads
+    # a half-written file.
+    name = f"{_EVENTS_PREFIX}{int(wall_time):010d}.{socket.gethostname()}{_EVENTS_SUFFIX}"
+    tmp = os.path.join(folder, f".tftrace-{os.getpid()}.tmp")  # open(), not mkstemp: keep the umask's read bits
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        path = os.path.join(folder, name)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return path
+
+
+def _remove_older(folder: str, keep: str) -> None:
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if is_own_event_file(name) and path != keep and os.path.isfile(path):
+            os.remove(path)
+
+
+# --- serving ----------------------------------------------------------------------------------
+
+def serve_command(logdir: str, port: int) -> list[str]:
+    return [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", "127.0.0.1",
+            "--port", str(port)]
+
+
+def serve(logdir: str, port: int) -> None:
+    """Run TensorBoard on 127.0.0.1:<port> in the foreground until it stops (Ctrl+C)."""
+    if importlib.util.find_spec("tensorboard") is None:
+        raise TensorBoardError("TensorBoard is not installed: pip install tensorboard tensorboard-plugin-profile")
+    print(f"tftrace: TensorBoard on {logdir} at http://127.0.0.1:{port}/ (Ctrl+C to stop)", file=sys.stderr, flush=True)
+    if not importlib.metadata.entry_points(group="tensorboard_plugins", name="profile"):
+        print("tftrace: note: the Profile tab needs the profile plugin (pip install tensorboard-plugin-profile)",
+              file=sys.stderr, flush=True)
+    code = subprocess.call(serve_command(logdir, port))
+    if code > 0:  # negative: stopped by a signal, as Ctrl+C does
+        raise TensorBoardError(f"TensorBoard exited with code {code} (see its message above; "
+                               f"if port {port} is taken, choose another with --port)")
