@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tftrace import __version__
 from tftrace.analysis.run import DEFAULT_TOP, analyze_trace, failed_run
-from tftrace.errors import TftraceError, TraceReadError
+from tftrace.errors import ReportError, TftraceError, TraceReadError
 from tftrace.load import load_run
 from tftrace.logdir import find_runs
 from tftrace.report import Report
@@ -24,3 +24,44 @@ def analyze(path: str, top: int | None = DEFAULT_TOP) -> Report:
         raise TraceReadError(reports[0].error if len(reports) == 1 else
                              f"{path}: no readable run; first error: {reports[0].error}")
     return Report(tuple(reports), __version__)
+
+
+def _side(path: str, side: str):
+    """One side of a diff: a logdir, run folder or trace (analysed whole) or a saved JSON report."""
+    try:
+        if path.endswith(".json"):
+            report = _saved_report(path)
+            note = f"{side} is a saved report: only the ops it lists are compared"
+        else:
+            report, note = analyze(path, top=None), ""
+    except TftraceError as e:
+        raise type(e)(f"{side}: {e}") from None
+    runs = [r for r in report.runs if not r.error]
+    if len(runs) != 1:
+        names = ", ".join(r.name for r in report.runs)
+        raise TraceReadError(f"{side}: {path} holds {len(runs)} readable runs ({names}); pass one run folder")
+    return runs[0], note
+
+
+def _saved_report(path: str) -> Report:
+    import json
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise TraceReadError(f"{path}: cannot read: {e.strerror or e}") from None
+    except ValueError as e:
+        raise ReportError(f"{path}: not valid JSON ({e})") from None
+    try:
+        return Report.from_dict(data)
+    except ReportError as e:
+        raise ReportError(f"{path}: {e}") from None
+
+
+def diff(baseline: str, candidate: str, top: int | None = 20):
+    """Compare two runs (each a logdir, run folder, trace file or saved JSON report)."""
+    from tftrace.analysis.diff import diff_runs
+    base, base_note = _side(baseline, "baseline")
+    cand, cand_note = _side(candidate, "candidate")
+    notes = tuple(n for n in (base_note, cand_note) if n)
+    return diff_runs(base, cand, baseline, candidate, top, notes)

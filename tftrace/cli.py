@@ -75,6 +75,26 @@ def analyze(
         _write_tensorboard(path, report)
 
 
+@app.command()
+def diff(
+    baseline: str = typer.Argument(..., help="Baseline: a logdir, run folder, trace file or saved JSON report."),
+    candidate: str = typer.Argument(..., help="Candidate: the same kinds."),
+    fmt: str = typer.Option("text", "--format", "-f", help="Output format: text|json|markdown."),
+    top: int = typer.Option(20, "--top", "-n", min=1, help="How many ops, layers and categories to list."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+) -> None:
+    """Did the candidate make steps faster, and which ops, layers and categories moved?"""
+    _check_format(fmt, "text|json|markdown")
+    from tftrace.errors import TftraceError
+    from tftrace.render.diff import render_diff
+    try:
+        from tftrace.api import diff as run_diff
+        result = run_diff(baseline, candidate, top=top)
+    except TftraceError as e:
+        _fail(str(e))
+    _write(render_diff(result, fmt, color=output is None and fmt == "text" and sys.stdout.isatty()), output)
+
+
 def _write_tensorboard(logdir: str, report) -> None:
     """Summaries beside the profiled runs; a failure here never hides the report just printed."""
     from tftrace.errors import TftraceError

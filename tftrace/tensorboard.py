@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
 import importlib.util
 import os
+import signal
 import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import types
 
@@ -129,8 +132,9 @@ def _step_events(pb, wall_time: float, run) -> list:
     label = run_label(run)
     events = []
     for number, row in zip(numbers, steps.steps):
-        values = [_value(pb, f"{RUN_DIR}/{label}/{name}", "scalars", f"{what} of each step of the profiled run "
-                         f"{label}, in ms (from tftrace)", dtype=pb.dtypes.DT_FLOAT, float_val=[getattr(row, field) / 1e9])
+        values = [_value(pb, f"{RUN_DIR}/{label}/{name}", "scalars",
+                         f"{what} of each step of profiled run '{label}', in ms (from tftrace)",
+                         dtype=pb.dtypes.DT_FLOAT, float_val=[getattr(row, field) / 1e9])
                   for name, field, what in STEP_SCALARS]
         events.append(pb.event.Event(wall_time=wall_time, step=number, summary=pb.summary.Summary(value=values)))
     return events
@@ -222,7 +226,36 @@ def serve(logdir: str, port: int) -> None:
     if not importlib.metadata.entry_points(group="tensorboard_plugins", name="profile"):
         print("tftrace: note: the Profile tab needs the profile plugin (pip install tensorboard-plugin-profile)",
               file=sys.stderr, flush=True)
-    code = subprocess.call(serve_command(logdir, port))
+    proc = subprocess.Popen(serve_command(logdir, port))
+    try:
+        with _exit_on_sigterm():
+            code = proc.wait()
+    finally:
+        _stop(proc)  # never leave a server behind when tftrace itself is stopped
     if code > 0:  # negative: stopped by a signal, as Ctrl+C does
         raise TensorBoardError(f"TensorBoard exited with code {code} (see its message above; "
                                f"if port {port} is taken, choose another with --port)")
+
+
+@contextlib.contextmanager
+def _exit_on_sigterm():
+    """SIGTERM would end tftrace without cleanup and orphan the server: turn it into SystemExit."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set signal handlers
+        return
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

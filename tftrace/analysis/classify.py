@@ -98,7 +98,7 @@ def classify(op: Op, layer_names: frozenset[str] = frozenset()) -> Attribution:
     category = _category(op, lowered)
     if category in ("input",) or op.kind == "data":
         phase = "input"
-    elif category == "optimizer" or _strip(lowered[:1]) & _OPTIMIZER_SCOPES:
+    elif category == "optimizer":
         phase = "optimizer"
     else:
         phase = "backward" if backward else "forward"
@@ -145,7 +145,8 @@ def _category(op: Op, lowered: list[str]) -> str:
     if by_type in ("input", "transfer", "collective"):
         return by_type
     bare = _strip(lowered)
-    if bare & _OPTIMIZER_SCOPES and lowered and _UNIQUE_SUFFIX.sub("", lowered[0]) in _OPTIMIZER_SCOPES:
+    inner = [s for s in lowered if not _WRAPPER_SCOPES.match(s)]
+    if inner and _UNIQUE_SUFFIX.sub("", inner[0]) in _OPTIMIZER_SCOPES:
         return "optimizer"
     if any("dropout" in s for s in lowered) and not any(s in ("gradient_tape", "gradients") for s in lowered[:1]):
         return "dropout"

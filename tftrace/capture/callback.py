@@ -54,6 +54,8 @@ class TraceCallback(keras.callbacks.Callback):
         warmup: steps skipped before a default window (they hold tracing and compilation).
         window: steps in a default window.
         host_tracer_level, python_tracer_level, device_tracer_level: the profiler's levels.
+            (TensorFlow 2.21 ignores levels passed from Python: it logs "host_tracer_level
+            expects an i value" and profiles at its defaults; they are passed on regardless.)
     """
 
     def __init__(self, log_dir: str, fit_steps=True, epochs=(0,), evaluate_steps=True, predict_steps=True,

@@ -47,18 +47,22 @@ def _run(run, index: int) -> str:
 
 
 def _header(run) -> str:
+    head = (f'<div class="run-head"><h2>Run <span class="name">{esc(run.name)}</span></h2>'
+            f'<code class="path">{esc(run.path)}</code></div>')
+    if run.error:  # nothing was measured: facts would only show defaults
+        return head
     st = run.steps
     facts = [("hosts", ", ".join(run.hosts) or "unknown"), ("devices", ", ".join(run.devices) or "host (CPU) only"),
              ("mode", run.mode + (" · eager" if run.eager else ""))]
     if st.count:
-        facts += [("steps", f"{st.count} (from {st.source})"), ("mean step", f"{ms(st.mean_ps)} ms"),
+        facts += [("steps", str(st.count), f"from {st.source}"), ("mean step", f"{ms(st.mean_ps)} ms"),
                   ("median step", f"{ms(st.median_ps)} ms")]
     else:
         facts.append(("steps", f"none found ({st.source})"))
-    cells = "".join(f'<div class="fact"><dt>{esc(k)}</dt><dd>{esc(v)}</dd></div>' for k, v in facts)
+    cells = "".join(f'<div class="fact"><dt>{esc(k)}</dt><dd>{esc(v)}'
+                    + (f' <small>{esc(sub[0])}</small>' if sub else "") + "</dd></div>" for k, v, *sub in facts)
     note = f'<p class="muted">{esc(st.note)}</p>' if st.note else ""
-    return (f'<div class="run-head"><h2>Run <span class="name">{esc(run.name)}</span></h2>'
-            f'<code class="path">{esc(run.path)}</code></div><dl class="facts">{cells}</dl>{note}')
+    return f'{head}<dl class="facts">{cells}</dl>{note}'
 
 
 def _verdict(run) -> str:
@@ -110,9 +114,9 @@ def _charts(run) -> str:
         out.append('<div class="card"><h3>Step time per step</h3>' + _legend()
                    + f'<div class="chart-box">{step_chart(run.steps.steps)}</div></div>')
     if run.ops:
-        rows = [(o.name, o.self_ps, o.share, category_color(o.category), f"{o.name} ({o.type})") for o in run.ops]
+        rows = [(o.name, o.self_ps, o.share, category_color(o.category), _op_title(o)) for o in run.ops]
         out.append('<div class="card"><h3>Top ops by self time</h3>' + _category_keys(run)
-                   + f'<div class="chart-box">{hbar_chart("ops", rows, 1080, 420)}</div></div>')
+                   + f'<div class="chart-box">{hbar_chart("ops", rows, 1080, 440, numbered=True)}</div></div>')
     pair = []
     if run.layers:
         rows = [(r.layer, r.self_ps, r.share, LAYER_COLOR, r.layer) for r in run.layers]
@@ -127,6 +131,10 @@ def _charts(run) -> str:
     return "\n".join(out)
 
 
+def _op_title(o) -> str:
+    return f"{o.name} ({o.type}, {o.category}" + (f", layer {o.layer})" if o.layer else ")")
+
+
 def _category_keys(run) -> str:
     """Which color is which category, for the categories that appear among the ops shown."""
     seen = dict.fromkeys(o.category for o in run.ops)
@@ -138,10 +146,10 @@ def _category_keys(run) -> str:
 def _tables(run) -> str:
     out, small = [], []
     if run.ops:
-        out.append(_table("ops", "Top ops by self time",
+        out.append(_table("ops", "Ops in detail",
                           ["#", "op", "type", "category", "layer", "phase", "where", "count", "self ms", "share"],
                           [(i, _mono(o.name), esc(o.type), esc(o.category), _mono(o.layer), esc(o.phase),
-                            esc(o.device + (" (eager)" if o.eager else "")), o.count, ms(o.self_ps),
+                            esc(o.device + (" (eager)" if o.eager else "")), esc(o.count), ms(o.self_ps),
                             _share(o.share)) for i, o in enumerate(run.ops, 1)]))
     if run.layers:
         small.append(_table("layers", "Layers", ["layer", "self ms", "share", "params"],
@@ -153,7 +161,7 @@ def _tables(run) -> str:
         small.append(_table("stages", "tf.data stages", ["stage", "self ms", "share"],
                           [(_mono(r.name), ms(r.self_ps), _share(r.share)) for r in run.input_pipeline.stages]))
     if small:
-        out.append('<div class="trio">' + "".join(small) + "</div>")
+        out.append('<div class="pair">' + "".join(small) + "</div>")
     return "\n".join(out)
 
 
@@ -174,7 +182,7 @@ def _mono(text) -> str:
 
 def _share(fraction: float) -> str:
     return (f'<span class="cell-share"><span class="mini"><span style="width:{min(fraction, 1) * 100:.1f}%">'
-            f'</span></span>{pct(fraction)}</span>')
+            f'</span></span><span class="pct">{pct(fraction)}</span></span>')
 
 
 def _notes(run) -> str:

@@ -105,22 +105,25 @@ def _tick(value: float) -> str:
     return f"{value:g}"
 
 
-def hbar_chart(kind: str, rows, width: int, label_w: int) -> str:
+def hbar_chart(kind: str, rows, width: int, label_w: int, numbered: bool = False) -> str:
     """Horizontal bars, one per row (label, self_ps, share, color, full name), scaled to the
-    longest bar shown; rows arrive ranked from the analysis."""
+    longest bar shown; rows arrive ranked from the analysis. Numbers match the table's # column,
+    which tells apart ops that share a name."""
     value_w = 128
     bar_x = label_w + 8
     bar_max = width - bar_x - value_w
     top_ps = max((r[1] for r in rows), default=0) or 1
     height = len(rows) * _ROW_H + 8
-    max_chars = int((label_w - 8) / _CHAR_W)
+    number_w = 28 if numbered else 0
+    max_chars = int((label_w - number_w - 8) / _CHAR_W)
     out = [f'<svg class="chart hbar" data-chart="{esc(kind)}" viewBox="0 0 {width} {height}" width="{width}" '
            f'height="{height}" role="img" aria-label="{esc(kind)} by self time">']
     for i, (label, self_ps, share, color, full) in enumerate(rows):
         y = 4 + i * _ROW_H
         w = max(self_ps / top_ps * bar_max, 1)
         mid = y + _ROW_H / 2 + 4
-        out.append(f'<g class="bar"><title>{esc(full)}: {ms(self_ps)} ms ({pct(share)})</title>'
+        number = f'<text class="tick" x="2" y="{mid:.1f}">{i + 1}</text>' if numbered else ""
+        out.append(f'<g class="bar"><title>{esc(full)}: {ms(self_ps)} ms ({pct(share)})</title>{number}'
                    f'<text class="label" x="{label_w}" y="{mid:.1f}" text-anchor="end">'
                    f'{esc(_shorten(label, max_chars))}</text>'
                    f'<rect x="{bar_x}" y="{y + (_ROW_H - _BAR_H) / 2:.1f}" width="{w:.1f}" height="{_BAR_H}" '

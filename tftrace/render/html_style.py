@@ -34,6 +34,7 @@ dl.facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 
 .fact { background: var(--card); padding: 8px 12px; }
 .fact dt { color: var(--muted); font-size: 11.5px; text-transform: uppercase; letter-spacing: .5px; }
 .fact dd { margin: 2px 0 0; font-weight: 600; word-break: break-word; }
+.fact dd small { font-weight: 400; color: var(--muted); font-size: 12px; }
 .card, .verdict, .notes { background: var(--card); border: 1px solid var(--line); border-radius: 8px;
   padding: 16px 18px; margin: 14px 0; }
 .verdict { border-left: 5px solid; }
@@ -65,7 +66,9 @@ ol.bottlenecks { list-style: none; padding: 0; margin: 0; }
 .tag { color: var(--muted); font-size: 11px; line-height: 21px; text-transform: uppercase; letter-spacing: .6px; }
 .tag.fix { color: #188038; font-weight: 600; }
 .chart-box { overflow-x: auto; }
-svg.chart { display: block; max-width: 100%; height: auto; font-family: var(--sans); }
+/* Charts shrink with the page down to a readable size, then scroll sideways instead. */
+svg.chart { display: block; max-width: 100%; min-width: 600px; height: auto; font-family: var(--sans); }
+svg.chart[data-chart=layers], svg.chart[data-chart=categories] { min-width: 400px; }
 svg.chart text { font-size: 12px; fill: #3c4043; }
 svg.chart .tick { fill: var(--muted); font-size: 11.5px; }
 svg.chart .axis-label { fill: var(--muted); font-size: 12px; }
@@ -77,7 +80,6 @@ svg.hbar .label { font-family: var(--mono); font-size: 11.5px; }
 svg.hbar .value { fill: var(--muted); font-size: 11.5px; }
 svg.hbar .bar:hover rect { opacity: .8; }
 .pair { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 0 14px; align-items: start; }
-.trio { display: grid; grid-template-columns: repeat(auto-fit, minmax(330px, 1fr)); gap: 0 14px; align-items: start; }
 .table-box { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th { text-align: left; font-weight: 600; color: var(--muted); font-size: 11.5px; text-transform: uppercase;
@@ -95,6 +97,7 @@ table[data-table=ops] td:first-child { white-space: nowrap; }
 table[data-table=ops] td:nth-child(2) { white-space: normal; min-width: 260px; }
 table[data-table=ops] td:nth-child(5) { min-width: 90px; }
 .cell-share { display: inline-flex; align-items: center; gap: 8px; }
+.cell-share .pct { min-width: 42px; }
 .mini { width: 44px; height: 6px; background: #eef0f2; border-radius: 3px; overflow: hidden; display: inline-block; }
 .mini span { display: block; height: 100%; background: #4e79a7; }
 .error { background: #fce8e6; border: 1px solid #f4c7c3; color: #a50e0e; border-radius: 8px; padding: 14px 18px;
@@ -102,5 +105,8 @@ table[data-table=ops] td:nth-child(5) { min-width: 90px; }
 .notes h4 { margin-bottom: 4px; }
 .notes ul { margin: 0; padding-left: 20px; }
 footer { color: var(--muted); font-size: 12px; padding-top: 8px; padding-bottom: 28px; }
-@media (max-width: 640px) { .wrap { padding: 0 12px; } .pair { grid-template-columns: 1fr; } }
+@media (max-width: 640px) {
+  .wrap { padding: 0 12px; } .pair { grid-template-columns: 1fr; }
+  .bottleneck p { display: block; } .tag { display: block; }
+}
 """

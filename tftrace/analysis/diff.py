@@ -1,0 +1,130 @@
+"""Compare two runs: step time with a significance test, breakdown deltas, and per-step
+deltas of categories, layers and ops matched across model prefixes and `_N` suffixes."""
+
+from __future__ import annotations
+
+import re
+
+from tftrace.analysis.stats import compare_steps
+from tftrace.diff_report import DiffReport, PartDelta, RowDelta, StepTimeDelta
+from tftrace.report import PARTS, RunReport
+
+_WRAPPERS = re.compile(r"(StatefulPartitionedCall|PartitionedCall|replica_\d+)(_\d+)?\Z")
+_SUFFIX = re.compile(r"_\d+\Z")
+_KEEP_FIRST = {"gradient_tape", "gradients", "compile_loss", "compile_metrics", "loss", "metrics", "adam", "adamw",
+               "sgd", "rmsprop", "adagrad", "nadam", "adadelta", "adamax", "ftrl", "optimizer"}
+MOVED = 0.05  # a part or op moved when it changed by this share of the baseline step time
+
+
+def op_key(name: str) -> str:
+    """`StatefulPartitionedCall/functional_1/dense_1/MatMul` and `functional_2/dense/MatMul`
+    both become `dense/MatMul`: the model scope and uniquifying suffixes go."""
+    parts = [p for p in name.split("/") if not _WRAPPERS.match(p)]
+    head: list[str] = []
+    if parts and _SUFFIX.sub("", parts[0]) in ("gradient_tape", "gradients"):
+        head, parts = ["gradient_tape"], parts[1:]
+    if len(parts) >= 3 and _SUFFIX.sub("", parts[0]).lower() not in _KEEP_FIRST:
+        parts = parts[1:]
+    return "/".join(head + [_SUFFIX.sub("", p) for p in parts])
+
+
+def _per_step(ps: int, steps: int) -> int:
+    return round(ps / max(steps, 1))
+
+
+def _steps(run: RunReport) -> int:
+    return max(len(run.steps.steps), 1)
+
+
+def _rows(base: dict, cand: dict, meta: dict, top: int | None) -> tuple[RowDelta, ...]:
+    rows = []
+    for key in set(base) | set(cand):
+        b, c = base.get(key, 0), cand.get(key, 0)
+        if b == c and key in base and key in cand:
+            continue  # unchanged: nothing moved
+        status = "added" if key not in base else "removed" if key not in cand else "changed"
+        typ, cat = meta.get(key, ("", ""))
+        rows.append(RowDelta(key[0] if isinstance(key, tuple) else key, b, c, c - b, status, typ, cat))
+    rows.sort(key=lambda r: (-abs(r.delta_ps), r.name, r.type))
+    return tuple(rows[:top] if top else rows)
+
+
+def _op_totals(run: RunReport) -> tuple[dict, dict]:
+    totals: dict = {}
+    meta: dict = {}
+    n = _steps(run)
+    for op in run.ops:
+        name = op_key(op.name) if not op.eager else (f"{_SUFFIX.sub('', op.layer)}/{op.name}" if op.layer else op.name)
+        key = (name, op.type, op.device)
+        totals[key] = totals.get(key, 0) + op.self_ps
+        meta[key] = (op.type, op.category)
+    return {k: _per_step(v, n) for k, v in totals.items()}, meta
+
+
+def diff_runs(base: RunReport, cand: RunReport, base_label: str, cand_label: str, top: int | None = 20,
+              notes: tuple[str, ...] = ()) -> DiffReport:
+    cmp = compare_steps([s.dur_ps for s in base.steps.steps if base.steps.count],
+                        [s.dur_ps for s in cand.steps.steps if cand.steps.count])
+    b_med, c_med = base.steps.median_ps, cand.steps.median_ps
+    step = StepTimeDelta(b_med, c_med, round((c_med - b_med) / b_med * 100, 2) if b_med else 0.0,
+                         cmp.significant, cmp.test, cmp.p_value, base.steps.count, cand.steps.count)
+    parts = {p: _part(base, cand, p) for p in PARTS}
+    b_ops, b_meta = _op_totals(base)
+    c_ops, c_meta = _op_totals(cand)
+    ops = _rows(b_ops, c_ops, {**b_meta, **c_meta}, top)
+    layers = _rows(*(_named(r.layers, "layer", r) for r in (base, cand)), {}, top)
+    cats = _rows(*(_named(r.categories, "category", r) for r in (base, cand)), {}, top)
+    summary = _summary(step, parts, cats, layers, ops, base_label, cand_label)
+    return DiffReport(base_label, cand_label, step, parts, ops, layers, cats, summary,
+                      base.verdict.text, cand.verdict.text, notes)
+
+
+def _named(rows, attr: str, run: RunReport) -> dict:
+    n = _steps(run)
+    out: dict = {}
+    for r in rows:
+        key = _SUFFIX.sub("", getattr(r, attr)) if attr == "layer" else getattr(r, attr)
+        out[key] = out.get(key, 0) + r.self_ps
+    return {k: _per_step(v, n) for k, v in out.items()}
+
+
+def _part(base: RunReport, cand: RunReport, part: str) -> PartDelta:
+    b, c = getattr(base.breakdown, part), getattr(cand.breakdown, part)
+    return PartDelta(b, c, round(c - b, 6), round(b * _wall_per_step(base)), round(c * _wall_per_step(cand)))
+
+
+def _wall_per_step(run: RunReport) -> float:
+    steps = run.steps.steps
+    return sum(s.dur_ps + s.idle_ps for s in steps) / len(steps) if steps else 0.0
+
+
+def _summary(step: StepTimeDelta, parts: dict, cats, layers, ops, base_label: str, cand_label: str) -> str:
+    ms = lambda ps: f"{ps / 1e9:.2f} ms"  # noqa: E731
+    if step.significant:
+        verb = "fell" if step.delta_pct < 0 else "rose"
+        head = f"Step time {verb} by {abs(step.delta_pct):.1f}% ({ms(step.baseline_ps)} -> {ms(step.candidate_ps)}, {step.test})"
+    elif step.baseline_steps < 5 or step.candidate_steps < 5:
+        head = (f"Step time {ms(step.baseline_ps)} -> {ms(step.candidate_ps)} ({step.delta_pct:+.1f}%): {step.test}, "
+                "so no verdict on significance")
+    else:
+        head = (f"No significant change in step time ({ms(step.baseline_ps)} -> {ms(step.candidate_ps)}, "
+                f"{step.delta_pct:+.1f}%; {step.test})")
+    dominant = max(("input", "host_overhead", "idle", "compute"),
+                   key=lambda p: min(parts[p].baseline, parts[p].candidate))
+    compute = parts["compute"]
+    # tf.data stage time is waiting as much as working: the breakdown's input part speaks for it.
+    moved = [c for c in cats if c.name != "input" and abs(c.delta_ps) >= MOVED * max(step.baseline_ps, 1)]
+    detail = ""
+    if moved:
+        top = moved[0]
+        detail = f"; {top.name} ops moved most ({ms(top.baseline_ps)} -> {ms(top.candidate_ps)} per step)"
+    if not step.significant and dominant != "compute" and compute.baseline_ps and \
+            abs(compute.candidate_ps - compute.baseline_ps) >= 0.1 * compute.baseline_ps:
+        change = "fell" if compute.candidate_ps < compute.baseline_ps else "rose"
+        label = {"input": "input", "host_overhead": "host overhead", "idle": "idle time"}[dominant]
+        return (f"{head}. The candidate's compute {change} ({ms(compute.baseline_ps)} -> {ms(compute.candidate_ps)} "
+                f"per step){detail}, but {label} dominates both runs ({parts[dominant].baseline:.0%} and "
+                f"{parts[dominant].candidate:.0%} of step time), so steps are not faster.")
+    if not step.significant and not moved:
+        return f"{head}. Nothing moved by more than {MOVED:.0%} of step time."
+    return f"{head}{detail}."

@@ -1,0 +1,65 @@
+"""The diff report: frozen parts and its JSON form (see DESIGN.md's diff contract)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tftrace.report import SCHEMA_VERSION, _to_json
+
+
+@dataclass(frozen=True)
+class StepTimeDelta:
+    baseline_ps: int  # median step time
+    candidate_ps: int
+    delta_pct: float
+    significant: bool
+    test: str
+    p_value: float
+    baseline_steps: int
+    candidate_steps: int
+
+
+@dataclass(frozen=True)
+class PartDelta:
+    baseline: float  # fraction of step time
+    candidate: float
+    delta: float
+    baseline_ps: int  # per step
+    candidate_ps: int
+
+
+@dataclass(frozen=True)
+class RowDelta:
+    """One op, layer or category, per step: `status` is changed, added or removed."""
+
+    name: str
+    baseline_ps: int
+    candidate_ps: int
+    delta_ps: int
+    status: str
+    type: str = ""
+    category: str = ""
+
+
+@dataclass(frozen=True)
+class DiffReport:
+    baseline: str
+    candidate: str
+    step_time: StepTimeDelta
+    breakdown: dict  # part -> PartDelta
+    ops: tuple[RowDelta, ...]
+    layers: tuple[RowDelta, ...]
+    categories: tuple[RowDelta, ...]
+    summary: str
+    baseline_verdict: str = ""
+    candidate_verdict: str = ""
+    notes: tuple[str, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict:
+        data = _to_json(self)
+        data["breakdown"] = {k: _to_json(v) for k, v in self.breakdown.items()}
+        for table, key in (("ops", "name"), ("layers", "layer"), ("categories", "category")):
+            for row in data[table]:
+                row[key] = row[key] if key == "name" else row.pop("name")
+        return data

@@ -1,0 +1,88 @@
+"""Render a DiffReport as text, Markdown or JSON; formatting only."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from tftrace.render.fmt import PART_LABELS, ms, pct
+
+DIFF_FORMATS = ("text", "json", "markdown")
+
+
+def render_diff(diff, fmt: str, color: bool = False) -> str:
+    if fmt == "json":
+        return json.dumps(diff.to_dict(), indent=2) + "\n"
+    if fmt == "markdown":
+        return _markdown(diff)
+    return _text(diff, color)
+
+
+def _signed_ms(ps: int) -> str:
+    return ("+" if ps > 0 else "") + ms(ps)
+
+
+def _row_cells(r) -> tuple[str, ...]:
+    return (r.name, r.type, ms(r.baseline_ps), ms(r.candidate_ps), _signed_ms(r.delta_ps), r.status)
+
+
+def _text(diff, color: bool) -> str:
+    buf = io.StringIO()
+    con = Console(file=buf, width=120, force_terminal=color, color_system="auto" if color else None, highlight=False)
+    st = diff.step_time
+    con.print(f"[bold]Baseline[/bold]  {escape(diff.baseline)}\n[bold]Candidate[/bold] {escape(diff.candidate)}")
+    con.print(f"\n[bold]{escape(diff.summary)}[/bold]\n")
+    con.print(f"  median step time: {ms(st.baseline_ps)} ms -> {ms(st.candidate_ps)} ms ({st.delta_pct:+.1f}%), "
+              f"{'significant' if st.significant else 'not significant'}: {escape(st.test)}")
+    table = Table(title="Step time breakdown (per step)", title_justify="left", show_edge=False)
+    for col in ("part", "baseline", "candidate", "delta", "baseline ms", "candidate ms"):
+        table.add_column(col, justify="left" if col == "part" else "right")
+    for part, d in diff.breakdown.items():
+        table.add_row(PART_LABELS[part], pct(d.baseline), pct(d.candidate), f"{d.delta * 100:+.1f} pt",
+                      ms(d.baseline_ps), ms(d.candidate_ps))
+    con.print()
+    con.print(table)
+    for title, rows, with_type in (("Categories (ms per step)", diff.categories, False),
+                                   ("Layers (ms per step)", diff.layers, False), ("Ops (ms per step)", diff.ops, True)):
+        _delta_table(con, title, rows, with_type)
+    for note in diff.notes:
+        con.print(f"  [dim]note: {escape(note)}[/dim]")
+    return buf.getvalue()
+
+
+def _delta_table(con: Console, title: str, rows, with_type: bool) -> None:
+    if not rows:
+        con.print(f"\n{title}: nothing moved")
+        return
+    table = Table(title=title, title_justify="left", show_edge=False)
+    cols = ("name", "type", "baseline", "candidate", "delta", "status") if with_type else \
+        ("name", "baseline", "candidate", "delta", "status")
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("name", "type", "status") else "right", overflow="fold")
+    for r in rows:
+        cells = _row_cells(r)
+        table.add_row(*(escape(c) for c in (cells if with_type else cells[:1] + cells[2:])))
+    con.print()
+    con.print(table)
+
+
+def _markdown(diff) -> str:
+    from tftrace.render.markdown import _cell, _table
+    st = diff.step_time
+    out = ["# tftrace diff", "", f"- baseline: {_cell(diff.baseline)}", f"- candidate: {_cell(diff.candidate)}", "",
+           f"**{_cell(diff.summary)}**", "",
+           f"Median step time {ms(st.baseline_ps)} ms -> {ms(st.candidate_ps)} ms ({st.delta_pct:+.1f}%), "
+           f"{'significant' if st.significant else 'not significant'} ({_cell(st.test)}).", ""]
+    out += _table(["part", "baseline", "candidate", "delta"],
+                  [(PART_LABELS[p], pct(d.baseline), pct(d.candidate), f"{d.delta * 100:+.1f} pt")
+                   for p, d in diff.breakdown.items()])
+    for title, rows in (("Categories", diff.categories), ("Layers", diff.layers), ("Ops", diff.ops)):
+        out += [f"## {title} (ms per step)", ""]
+        out += _table(["name", "type", "baseline", "candidate", "delta", "status"], [_row_cells(r) for r in rows]) \
+            if rows else ["Nothing moved.", ""]
+    out += [f"- note: {_cell(n)}" for n in diff.notes]
+    return "\n".join(out).rstrip() + "\n"
