@@ -23,7 +23,7 @@ def test_scenario1_both_heads_are_input_bound_with_the_generator_named(head):
     truth = GROUND_TRUTH["augment"][head]
     assert truth["fit_ms_per_step"] > 2 * truth["train_step_ms"]  # the independent measurement agrees
     run = _run("augment", head)
-    assert run.mode == "train" and run.steps.count == 5 and run.steps.source == "marker 'train'"
+    assert run.mode == "train" and run.steps.count == 6 and run.steps.source == "marker 'train'"
     assert run.verdict.bound == "input" and "input-bound" in run.verdict.text
     top = run.bottlenecks[0]
     assert top.kind == "input" and top.rank == 1

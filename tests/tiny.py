@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tftrace.build import TraceBuilder, line_role
-from tftrace.trace import INT_STATS, LineInfo
+from tftrace.events import INT_STATS, LineInfo
 
 
 def tiny_trace(events, plane: str = "/host:CPU", sidecar: dict | None = None):

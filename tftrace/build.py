@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.names import Op, parse_host_event
-from tftrace.trace import COLUMNS, INT_STATS, STR_STATS, LineInfo, Trace
+from tftrace.events import COLUMNS, INT_STATS, STR_STATS, LineInfo, Trace
 
 _PYTHON_THREADS = ("python", "main", "MainThread")
 _COMPUTE_THREADS = ("tf_Compute", "tf_gpu_private", "tf_numa_", "tf_inter_op", "tf_pjrt", "tf_XLA")

@@ -9,7 +9,7 @@ from tftrace.build import TraceBuilder
 from tftrace.capture.sidecar import SIDECAR
 from tftrace.errors import TraceReadError
 from tftrace.logdir import Run, find_runs, host_from_file
-from tftrace.trace import Trace
+from tftrace.events import Trace
 from tftrace.xplane.read import add_xspace, host_of, parse_xspace
 from tftrace.xplane.trace_json import add_trace_json, load_trace_json
 

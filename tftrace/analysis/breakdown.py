@@ -22,7 +22,7 @@ import numpy as np
 from tftrace.analysis.intervals import covered, merge
 from tftrace.analysis.steps import Steps
 from tftrace.names import Op
-from tftrace.trace import Trace
+from tftrace.events import Trace
 
 INPUT_TYPES = {"IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional", "OptionalGetValue",
                "MultiDeviceIteratorGetNextFromShard", "InfeedDequeue", "InfeedDequeueTuple"}

@@ -95,7 +95,7 @@ def classify(op: Op, layer_names: frozenset[str] = frozenset()) -> Attribution:
     lowered = [s.lower() for s in scopes]
     backward = any(s in ("gradient_tape", "gradients") or s.endswith("_grad") for s in lowered) \
         or op.type.endswith(("Grad", "GradV2", "GradV3")) or "Backprop" in op.type
-    category = _category(op, lowered)
+    category = _category(op, scopes, lowered)
     if category in ("input",) or op.kind == "data":
         phase = "input"
     elif category == "optimizer":
@@ -138,14 +138,14 @@ def _kernel_category(lower: str) -> str:
     return "other"
 
 
-def _category(op: Op, lowered: list[str]) -> str:
+def _category(op: Op, scopes: list[str], lowered: list[str]) -> str:
     if op.kind == "data":
         return "input"
     by_type = category_of_type(op.type)
     if by_type in ("input", "transfer", "collective"):
         return by_type
     bare = _strip(lowered)
-    inner = [s for s in lowered if not _WRAPPER_SCOPES.match(s)]
+    inner = [s.lower() for s in scopes if not _WRAPPER_SCOPES.match(s)]
     if inner and _UNIQUE_SUFFIX.sub("", inner[0]) in _OPTIMIZER_SCOPES:
         return "optimizer"
     if any("dropout" in s for s in lowered) and not any(s in ("gradient_tape", "gradients") for s in lowered[:1]):

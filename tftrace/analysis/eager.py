@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tftrace.trace import Trace
+from tftrace.events import Trace
 
 # The op that opens each layer kind's work when Keras 3 runs it eagerly; layers absent here run
 # no op at inference (Dropout, InputLayer, noise layers) or have no reliable opening op.

@@ -7,7 +7,7 @@ import re
 import numpy as np
 
 from tftrace.report import InputPipeline, StageRow
-from tftrace.trace import Trace
+from tftrace.events import Trace
 
 _INDEX = re.compile(r"\[\d+\]")
 # Buffering and plumbing stages: their self time is mostly waiting for the stage before them,

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.classify import classify
-from tftrace.trace import Trace
+from tftrace.events import Trace
 
 
 @dataclass(frozen=True)

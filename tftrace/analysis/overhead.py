@@ -11,7 +11,7 @@ import numpy as np
 from tftrace.analysis.breakdown import event_classes, is_pipeline_op
 from tftrace.analysis.intervals import covered, merge
 from tftrace.analysis.steps import Steps
-from tftrace.trace import Trace
+from tftrace.events import Trace
 
 _TRACING = ("tf.function-graph_building", "TraceFunction", "tf.function-tracing")
 

@@ -13,7 +13,7 @@ from tftrace.analysis.overhead import overhead
 from tftrace.analysis.steps import find_steps, run_mode
 from tftrace.analysis.verdict import verdict
 from tftrace.report import Breakdown, RunReport, StepRow, StepsSummary
-from tftrace.trace import Trace
+from tftrace.events import Trace
 
 DEFAULT_TOP = 15
 _COMPUTE_CATEGORIES = {"matmul", "convolution", "reduction", "reshape", "elementwise", "activation",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tftrace.trace import Trace
+from tftrace.events import Trace
 
 # tf.function names Keras runs once per step (or per `steps_per_execution` steps).
 STEP_FUNCTIONS = ("multi_step_on_iterator", "one_step_on_iterator", "one_step_on_data_distributed",

@@ -11,7 +11,7 @@ from google.protobuf.message import DecodeError
 from tftrace.build import TraceBuilder, line_role
 from tftrace.errors import TraceReadError
 from tftrace.names import Op, parse_tf_op, strip_annotation
-from tftrace.trace import INT_STATS, STR_STATS, LineInfo
+from tftrace.events import INT_STATS, STR_STATS, LineInfo
 from tftrace.xplane.schema import XSpace
 
 # Host events whose stats never matter here; skipping them keeps the one pass lean.

@@ -13,7 +13,7 @@ import numpy as np
 from tftrace.build import TraceBuilder, line_role
 from tftrace.errors import TraceReadError
 from tftrace.names import Op, parse_tf_op
-from tftrace.trace import INT_STATS, STR_STATS, LineInfo
+from tftrace.events import INT_STATS, STR_STATS, LineInfo
 
 
 def load_trace_json(path: str) -> dict:
