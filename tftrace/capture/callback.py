@@ -15,6 +15,7 @@ class _Window:
 
     def __init__(self, spec, default_len: int, warmup: int):
         self.default = spec is True or spec == "auto"
+        self.reached = False
         if spec is None or spec is False:
             self.first = self.last = None
         elif self.default:
@@ -77,18 +78,28 @@ class TraceCallback(keras.callbacks.Callback):
         self._marker = None
         self._disabled = False
         self._wrapped: dict[str, object] = {}
+        self._in_fit = False
 
     # -- window bookkeeping -------------------------------------------------------------------
     def _begin_mode(self, mode: str) -> None:
         window = _Window(self._specs[mode], self._window_len, self._warmup)
-        window.fit_to(self._total_steps(mode))
+        if window.default:  # a window the user chose is theirs; a default one adapts to short calls
+            window.fit_to(self._total_steps(mode))
         self._windows[mode] = window
         self._guard(mode)
 
     def _total_steps(self, mode: str) -> int | None:
-        if mode == "train":
-            return (self.params or {}).get("steps")
-        return None
+        # Inside fit, params describe the fit: a validation pass's length is unknown here.
+        if mode == "test" and self._in_fit:
+            return None
+        steps = (self.params or {}).get("steps")
+        return int(steps) if steps else None
+
+    def _steps_per_execution(self) -> int:
+        try:
+            return max(int(getattr(self.model, "steps_per_execution", 1) or 1), 1)
+        except (TypeError, ValueError):
+            return 1
 
     def _wanted(self, mode: str) -> bool:
         if self._disabled or len(self.runs) >= self.max_windows or mode not in self._windows:
@@ -101,7 +112,10 @@ class TraceCallback(keras.callbacks.Callback):
         if not self._wanted(mode):
             return
         w = self._windows[mode]
-        if w.enabled and self._session is None and w.first <= batch <= w.last:
+        # With steps_per_execution > 1 one call runs several steps: open on any overlap.
+        last_in_call = batch + self._steps_per_execution() - 1
+        if w.enabled and self._session is None and batch <= w.last and last_in_call >= w.first:
+            w.reached = True
             self._open(mode)
         if self._session is not None and self._session.label.startswith(_MODES[mode]):
             self._mark(mode, batch)
@@ -160,6 +174,10 @@ class TraceCallback(keras.callbacks.Callback):
 
     def _end_mode(self, mode: str) -> None:
         self._unguard(mode)
+        w = self._windows.get(mode)
+        if w is not None and w.enabled and not w.reached and not w.default and self._wanted(mode):
+            _warn(f"the {_MODES[mode]} window (steps {w.first}-{w.last}) lies beyond the steps that ran; "
+                  "nothing was captured for it")
         if self._session is not None and self._session.label.startswith(_MODES[mode]):
             # A default window simply ends with a short call; a chosen one deserves a warning.
             short = self._windows[mode].default and self._session.steps
@@ -198,12 +216,17 @@ class TraceCallback(keras.callbacks.Callback):
                 pass
 
     def _abort(self, mode: str, reason: str) -> None:
+        """A step raised: Keras skips the end hooks, so tidy up here."""
         self._unguard(mode)
         if self._session is not None:
             self._close(mode, reason)
+        self._windows.pop(mode, None)
+        if mode == "train":
+            self._in_fit = False
 
     # -- Keras hooks ----------------------------------------------------------------------------
     def on_train_begin(self, logs=None):
+        self._in_fit = True
         self._begin_mode("train")
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -222,6 +245,7 @@ class TraceCallback(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         self._end_mode("train")
+        self._in_fit = False
 
     def on_test_begin(self, logs=None):
         self._begin_mode("test")

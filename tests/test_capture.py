@@ -1,0 +1,225 @@
+"""Capture with real Keras: TraceCallback on fit/evaluate/predict, tftrace.trace(), failure cases."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from tbserver import _get, _stop, _wait_until, free_port
+
+keras = pytest.importorskip("keras")
+tf = pytest.importorskip("tensorflow")
+
+import tftrace  # noqa: E402
+from tftrace.api import analyze  # noqa: E402
+from tftrace.capture.session import CaptureWarning  # noqa: E402
+
+
+def small_model(name="small"):
+    model = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3, activation="relu", name="conv"),
+                              keras.layers.Flatten(name="flatten"), keras.layers.Dense(5, name="out")], name=name)
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def data(n=96):
+    rng = np.random.default_rng(0)
+    return rng.random((n, 8, 8, 3)).astype("float32"), rng.integers(0, 5, n)
+
+
+def runs_in(log_dir):
+    return sorted(glob.glob(os.path.join(log_dir, "plugins", "profile", "*")))
+
+
+def capture_warnings(fn):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn()
+    return result, [w for w in caught if issubclass(w.category, CaptureWarning)]
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    """One fit (with validation), one evaluate and one predict, all through one callback."""
+    log_dir = str(tmp_path_factory.mktemp("capture") / "logs")
+    x, y = data()
+    model = small_model()
+    cb = tftrace.TraceCallback(log_dir)
+    model.fit(x, y, batch_size=8, epochs=2, validation_data=(x[:32], y[:32]), verbose=0, callbacks=[cb])
+    model.evaluate(x, y, batch_size=8, verbose=0, callbacks=[cb])
+    model.predict(x, batch_size=8, verbose=0, callbacks=[cb])
+    return log_dir, cb
+
+
+def test_each_window_is_its_own_named_run_with_a_trace_and_a_sidecar(captured):
+    log_dir, cb = captured
+    names = [os.path.basename(r) for r in runs_in(log_dir)]
+    assert sorted(os.path.basename(r) for r in cb.runs) == names
+    assert [n for n in names if n.endswith("_fit_epoch1")] and [n for n in names if n.endswith("_predict")]
+    assert len([n for n in names if n.endswith("_evaluate")]) >= 1
+    assert not [n for n in names if "epoch2" in n]  # default: the first epoch only
+    for run in runs_in(log_dir):
+        assert glob.glob(os.path.join(run, "*.xplane.pb"))
+        meta = json.load(open(os.path.join(run, "tftrace_run.json")))
+        assert meta["layer_names"] == ["conv", "flatten", "out"]
+        assert meta["layer_params"]["out"] == 4 * 6 * 6 * 5 + 5
+        assert meta["tensorflow_version"] == tf.__version__ and meta["keras_version"] == keras.__version__
+        assert meta["mode"] in ("fit", "evaluate", "predict") and meta["steps"]
+
+
+def test_every_captured_step_is_found_with_its_number(captured):
+    log_dir, _cb = captured
+    for run in runs_in(log_dir):
+        meta = json.load(open(os.path.join(run, "tftrace_run.json")))
+        report = analyze(run).runs[0]
+        marker = {"fit": "train", "evaluate": "test", "predict": "predict"}[meta["mode"]]
+        assert report.steps.source == f"marker '{marker}'"
+        assert [s.number for s in report.steps.steps] == meta["steps"]
+        assert report.mode == {"fit": "train", "evaluate": "evaluate", "predict": "predict"}[meta["mode"]]
+        assert {r.layer for r in report.layers} <= {"conv", "flatten", "out"}
+
+
+def test_xprof_measures_steps_on_a_trace_callback_training_trace(captured, tmp_path):
+    from xprof.convert.raw_to_tool_data import xspace_to_tool_data
+    log_dir, _cb = captured
+    fit_run = [r for r in runs_in(log_dir) if r.endswith("_fit_epoch1")][0]
+    src = glob.glob(os.path.join(fit_run, "*.xplane.pb"))[0]
+    copy = tmp_path / os.path.basename(src)
+    shutil.copy(src, copy)
+    data_json, _ = xspace_to_tool_data([str(copy)], "input_pipeline_analyzer", {})
+    props = json.loads(data_json)[1]["p"]
+    assert "No step time measured" not in json.dumps(props)
+    assert "input-bound" in props["input_conclusion"]
+    assert float(props["steptime_ms_average"]) > 0
+
+
+def test_tensorboard_profile_plugin_lists_the_captured_runs(captured, tmp_path):
+    log_dir, _cb = captured
+    port = free_port()
+    log_path = str(tmp_path / "tb.log")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", log_dir, "--host",
+                                 "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
+                                cwd=ROOT, start_new_session=True)
+    try:
+        listed = _wait_until(lambda: _get(port, "/data/plugin/profile/runs"), proc, log_path, "profile runs")
+        assert sorted(listed) == sorted(os.path.basename(r) for r in runs_in(log_dir))
+    finally:
+        _stop(proc)
+
+
+def test_trace_context_manager_and_step_mark_any_loop(tmp_path):
+    model = small_model("loop")
+    x, _y = data(12)
+    with tftrace.trace(str(tmp_path), label="loop", model=model) as t:
+        for i in range(4):
+            with tftrace.step("predict", i):
+                model(x[i:i + 3], training=False)
+    report = analyze(t.run_dir).runs[0]
+    assert os.path.basename(t.run_dir).endswith("_loop")
+    assert [s.number for s in report.steps.steps] == [0, 1, 2, 3] and report.eager
+
+    @tftrace.trace(str(tmp_path / "deco"), label="deco")
+    def work():
+        return model.predict(x, verbose=0)
+    work()
+    assert len(runs_in(str(tmp_path / "deco"))) == 1
+
+
+def test_a_short_fit_still_gets_a_window(tmp_path):
+    x, y = data(24)
+    cb = tftrace.TraceCallback(str(tmp_path))
+    small_model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[cb])  # 3 steps
+    assert len(cb.runs) == 1 and cb.runs[0].endswith("_fit_epoch1")
+    assert analyze(cb.runs[0]).runs[0].steps.count >= 1
+
+
+def test_steps_per_execution_above_one_is_captured(tmp_path):
+    x, y = data(96)
+    model = small_model()
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True), steps_per_execution=3)
+    cb = tftrace.TraceCallback(str(tmp_path), fit_steps=(3, 8), evaluate_steps=None, predict_steps=None)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[cb])
+    report = analyze(cb.runs[0]).runs[0]
+    assert report.steps.count >= 2 and all(s.number % 3 == 0 for s in report.steps.steps)
+
+
+# -- it never breaks the user's training ---------------------------------------------------------
+def _fit_completes(cb, epochs=1, extra=()):
+    x, y = data(64)
+    history = small_model().fit(x, y, batch_size=8, epochs=epochs, verbose=0, callbacks=[cb, *extra])
+    assert len(history.history["loss"]) == epochs
+    return history
+
+
+def test_another_profiler_already_running_warns_once_and_training_goes_on(tmp_path):
+    tf.profiler.experimental.start(str(tmp_path / "theirs"))
+    try:
+        cb = tftrace.TraceCallback(str(tmp_path / "ours"))
+        _, caught = capture_warnings(lambda: _fit_completes(cb, epochs=2))
+        assert len(caught) == 1 and "could not start the profiler" in str(caught[0].message)
+        assert cb.runs == []
+    finally:
+        tf.profiler.experimental.stop()  # the other session is still intact and stops normally
+
+
+def test_the_stock_tensorboard_callback_profiling_too_does_not_break_training(tmp_path):
+    stock = keras.callbacks.TensorBoard(str(tmp_path / "stock"), profile_batch=(2, 4))
+    cb = tftrace.TraceCallback(str(tmp_path / "ours"), fit_steps=(1, 5))
+    _, caught = capture_warnings(lambda: _fit_completes(cb, extra=(stock,)))
+    assert len(caught) <= 1
+    tf.profiler.experimental.start(str(tmp_path / "after"))  # nothing left running
+    tf.profiler.experimental.stop()
+
+
+def test_unwritable_log_dir_warns_once_and_training_goes_on(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the log dir should go")
+    cb = tftrace.TraceCallback(str(blocker / "logs"))
+    _, caught = capture_warnings(lambda: _fit_completes(cb, epochs=2))
+    assert len(caught) == 1 and "cannot write" in str(caught[0].message)
+    assert blocker.read_text() == "a file where the log dir should go"
+
+
+def test_training_that_raises_inside_a_window_keeps_the_capture_and_stops_the_profiler(tmp_path):
+    x, y = data(64)
+
+    def batches():
+        for i in range(8):
+            if i == 4:
+                raise RuntimeError("bad batch")
+            yield x[i * 8:(i + 1) * 8], y[i * 8:(i + 1) * 8]
+
+    cb = tftrace.TraceCallback(str(tmp_path), fit_steps=(2, 6))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(Exception):
+            small_model().fit(batches(), epochs=1, steps_per_epoch=8, verbose=0, callbacks=[cb])
+    mine = [w for w in caught if issubclass(w.category, CaptureWarning)]
+    assert len(mine) == 1 and "raised" in str(mine[0].message)
+    assert len(cb.runs) == 1 and glob.glob(os.path.join(cb.runs[0], "*.xplane.pb"))
+    tf.profiler.experimental.start(str(tmp_path / "after"))  # the profiler was stopped
+    tf.profiler.experimental.stop()
+
+
+def test_a_window_beyond_the_steps_that_run_warns_once(tmp_path):
+    cb = tftrace.TraceCallback(str(tmp_path), fit_steps=(50, 60), evaluate_steps=None, predict_steps=None)
+    _, caught = capture_warnings(lambda: _fit_completes(cb))
+    assert len(caught) == 1 and "beyond the steps" in str(caught[0].message)
+    assert cb.runs == []
+
+
+def test_a_chosen_window_cut_by_the_epoch_end_keeps_what_it_captured(tmp_path):
+    cb = tftrace.TraceCallback(str(tmp_path), fit_steps=(5, 20), evaluate_steps=None, predict_steps=None)
+    _, caught = capture_warnings(lambda: _fit_completes(cb))  # 8 steps per epoch
+    assert len(caught) == 1 and len(cb.runs) == 1
+    assert [s.number for s in analyze(cb.runs[0]).runs[0].steps.steps] == [5, 6, 7]
