@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.names import Op, parse_host_event
-from tftrace.events import COLUMNS, INT_STATS, STR_STATS, LineInfo, Trace
+from tftrace.events import COLUMNS, STAT_COLUMNS, LineInfo, Trace
 
 _PYTHON_THREADS = ("python", "main", "MainThread")
 _COMPUTE_THREADS = ("tf_Compute", "tf_gpu_private", "tf_numa_", "tf_inter_op", "tf_pjrt", "tf_XLA")
@@ -36,6 +36,8 @@ class TraceBuilder:
         self._ops: dict[int, Op] = {}
         self._lines: list[LineInfo] = []
         self._chunks: list[dict[str, np.ndarray]] = []
+        self._stats: list[dict[str, np.ndarray]] = []
+        self._offset = 0
         self.hosts: list[str] = []
 
     def intern(self, name: str, op: Op | None = None, plain: bool = False) -> int:
@@ -63,10 +65,10 @@ class TraceBuilder:
             return
         chunk = {"line": np.full(n, len(self._lines), np.int32), "name": name.astype(np.int32),
                  "start_ps": start_ps.astype(np.int64), "dur_ps": dur_ps.astype(np.int64)}
-        for col in (*INT_STATS.values(), *STR_STATS.values()):
-            chunk[col] = stats[col] if stats and col in stats else np.full(n, -1, np.int64)
         self._lines.append(info)
         self._chunks.append(chunk)
+        self._stats.append(_sparse_stats(stats or {}, n, self._offset))
+        self._offset += n
 
     def build(self) -> Trace:
         names = tuple(k.lstrip("\0") for k in self._codes)
@@ -74,14 +76,29 @@ class TraceBuilder:
         is_op[list(self._ops)] = True
         for chunk in self._chunks:
             chunk["self_ps"] = _op_self_times(chunk, is_op)
-        if self._chunks:
-            data = {c: np.concatenate([ch[c] for ch in self._chunks]) for c in COLUMNS}
-        else:
-            data = {c: np.zeros(0, np.int64) for c in COLUMNS}
-        events = pd.DataFrame(data, columns=list(COLUMNS))
-        return Trace(self.path, events, names, dict(self._ops), tuple(self._lines),
-                     tuple(self.hosts), self.format)
+        # Column by column, dropping each chunk column once joined: one column is ever doubled.
+        data = {c: _concat([ch.pop(c) for ch in self._chunks]) for c in COLUMNS}
+        stats = {c: _concat([st[c] for st in self._stats]) for c in STAT_COLUMNS}
+        # copy=False: the columns stay separate arrays; pandas would otherwise stack them (a copy).
+        events = pd.DataFrame(data, columns=list(COLUMNS), copy=False)
+        return Trace(self.path, events, pd.DataFrame(stats, columns=list(STAT_COLUMNS), copy=False), names,
+                     dict(self._ops), tuple(self._lines), tuple(self.hosts), self.format)
 
+
+def _concat(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
+
+
+def _sparse_stats(stats: dict[str, np.ndarray], n: int, offset: int) -> dict[str, np.ndarray]:
+    """Only the events that carry a stat, with their row numbers in the whole trace."""
+    present = np.zeros(n, bool)
+    for values in stats.values():
+        present |= values >= 0
+    rows = np.flatnonzero(present)
+    out = {"event": rows + offset}
+    for col in STAT_COLUMNS[1:]:
+        out[col] = stats[col][rows] if col in stats else np.full(len(rows), -1, np.int64)
+    return out
 
 def _op_self_times(chunk: dict[str, np.ndarray], is_op: np.ndarray) -> np.ndarray:
     """Per event of one line: op duration minus the op time nested directly inside it."""
@@ -90,8 +107,11 @@ def _op_self_times(chunk: dict[str, np.ndarray], is_op: np.ndarray) -> np.ndarra
     if len(idx) == 0:
         return self_ps
     start, dur = chunk["start_ps"][idx], chunk["dur_ps"][idx]
-    order = np.lexsort((-dur, start))
-    idx, start, dur = idx[order], start[order], dur[order]
+    # Lines come mostly in time order, parents first: sort only when they do not.
+    in_order = (start[1:] > start[:-1]) | ((start[1:] == start[:-1]) & (dur[1:] <= dur[:-1]))
+    if not in_order.all():
+        order = np.lexsort((-dur, start))
+        idx, start, dur = idx[order], start[order], dur[order]
     end = start + dur
     own = dur.copy()
     # Most lines hold no nested ops; only clusters of overlapping ops need the stack walk.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from tftrace.names import Op
@@ -13,7 +14,8 @@ INT_STATS = {"_r": "root", "step_num": "step_num", "iter_num": "iter_num", "grou
              "tracing_count": "tracing_count", "is_func": "is_func"}
 # String stats kept as codes into Trace.names (-1 where absent).
 STR_STATS = {"tf_function_call": "fn_call", "eager_op": "eager_op", "step_name": "step_name"}
-COLUMNS = ("line", "name", "start_ps", "dur_ps", "self_ps", *INT_STATS.values(), *STR_STATS.values())
+COLUMNS = ("line", "name", "start_ps", "dur_ps", "self_ps")
+STAT_COLUMNS = ("event", *INT_STATS.values(), *STR_STATS.values())
 
 
 @dataclass(frozen=True)
@@ -37,10 +39,13 @@ class Trace:
     `events` has one row per event: `line` and `name` index `lines` and `names`; times are
     integer picoseconds; `self_ps` is, for op events, the duration minus the op events nested
     inside on the same line (runtime wrapper events are transparent), and 0 for other events.
+    `stats` holds the step-related stats (step markers, tf.function calls) of the few events on
+    user threads that carry them: `event` is the row in `events`, -1 marks an absent stat.
     """
 
     path: str
     events: pd.DataFrame
+    stats: pd.DataFrame
     names: tuple[str, ...]
     ops: dict[int, Op]  # name code -> the op an event of that name times
     lines: tuple[LineInfo, ...]
@@ -54,3 +59,9 @@ class Trace:
 
     def name_of(self, code: int) -> str:
         return self.names[code]
+
+    def named(self, codes) -> np.ndarray:
+        """Per event: is its name one of `codes`? (a table lookup: fast on millions of events)"""
+        table = np.zeros(len(self.names) + 1, bool)
+        table[np.fromiter(codes, np.int64)] = True
+        return table[self.events["name"].to_numpy()]

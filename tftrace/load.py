@@ -9,8 +9,9 @@ from tftrace.build import TraceBuilder
 from tftrace.capture.sidecar import SIDECAR
 from tftrace.errors import TraceReadError
 from tftrace.logdir import Run, find_runs, host_from_file
+from tftrace.memory import release_free_memory
 from tftrace.events import Trace
-from tftrace.xplane.read import add_xspace, host_of, parse_xspace
+from tftrace.xplane.read import read_xspace
 from tftrace.xplane.trace_json import add_trace_json, load_trace_json
 
 
@@ -21,12 +22,12 @@ def load_run(run: Run) -> Trace:
     builder = TraceBuilder(run.path, fmt)
     for path in run.files:
         if path.endswith(".xplane.pb"):
-            space = parse_xspace(path)
-            add_xspace(builder, space, host_of(path, space))
-            del space  # the message holds the whole file; free it before the next host
+            read_xspace(path, builder)
         else:
             add_trace_json(builder, load_trace_json(path), host_from_file(path))
     trace = builder.build()
+    del builder
+    release_free_memory()
     return Trace(**{**trace.__dict__, "sidecar": read_sidecar(run)})
 
 

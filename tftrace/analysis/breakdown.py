@@ -77,26 +77,36 @@ def event_classes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
             input_name[code] = True
         elif op is not None and op.kind not in ("data",) and not is_pipeline_op(op):
             compute_name[code] = True
-    roles = np.array([ln.role for ln in trace.lines] or ["other"])
-    role = roles[ev["line"].to_numpy()]
+    roles = [ln.role for ln in trace.lines]
+    # Per line, not per event: a lookup table keeps this pass to one byte per event.
+    if "device_ops" in roles:
+        compute_line = np.array([r == "device_ops" for r in roles] or [False], bool)
+    else:
+        compute_line = np.array([r not in ("data", "derived") for r in roles] or [False], bool)
     names = ev["name"].to_numpy()
     is_input = input_name[names]
-    has_device_ops = (role == "device_ops").any()
-    on_compute_line = (role == "device_ops") if has_device_ops else ((role != "data") & (role != "derived"))
-    is_compute = compute_name[names] & on_compute_line & ~is_input
+    is_compute = compute_name[names]
+    is_compute &= compute_line[ev["line"].to_numpy()]
+    is_compute &= ~is_input
     return is_input, is_compute
 
 
-def timeline(trace: Trace, steps: Steps) -> Timeline:
+def spans(events, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of the selected events only (never a full-length temporary)."""
+    idx = np.flatnonzero(mask)
+    start = events["start_ps"].to_numpy()[idx]
+    return start, start + events["dur_ps"].to_numpy()[idx]
+
+
+def timeline(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray]) -> Timeline:
     ev = trace.events
     start = np.asarray(steps.starts, np.int64)
     end = np.asarray(steps.ends, np.int64)
-    is_input, is_compute = event_classes(trace)
-    s = ev["start_ps"].to_numpy()
-    e = s + ev["dur_ps"].to_numpy()
-    inp = covered(*merge(s[is_input], e[is_input]), start, end)
-    either = is_input | is_compute
-    busy = covered(*merge(s[either], e[either]), start, end)
+    is_input, is_compute = classes
+    inp_merged = merge(*spans(ev, is_input))
+    inp = covered(*inp_merged, start, end)
+    s, e = spans(ev, is_compute)
+    busy = covered(*merge(np.concatenate([inp_merged[0], s]), np.concatenate([inp_merged[1], e])), start, end)
     dur = end - start
     idle = np.zeros(len(start), np.int64)
     if len(start) > 1:

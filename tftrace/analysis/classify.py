@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 from tftrace.names import Op
@@ -89,6 +90,7 @@ class Attribution(NamedTuple):
     phase: str  # forward | backward | optimizer | input
 
 
+@lru_cache(maxsize=65536)
 def classify(op: Op, layer_names: frozenset[str] = frozenset()) -> Attribution:
     """Category, layer and phase of one op; `layer_names` (from a sidecar) resolves `_N` scopes."""
     scopes = op.name.split("/")[:-1] if op.kind in ("tf", "device") else []

@@ -25,16 +25,17 @@ _OPENING_OPS = {
 }
 
 
-def eager_layers(trace: Trace, step_starts: tuple[int, ...]) -> tuple[np.ndarray, list[str]]:
-    """Per event, an index into the returned layer names (-1: not attributed)."""
+def eager_layers(trace: Trace, step_starts: tuple[int, ...]) -> tuple[np.ndarray | None, list[str]]:
+    """Per event, an index into the returned layer names (-1: not attributed); None when the
+    trace has no eager ops or no layer list to attribute them to."""
     ev = trace.events
-    out = np.full(len(ev), -1, np.int64)
     layers = [(x.get("name", ""), x.get("class", "")) for x in trace.sidecar.get("layers", [])
               if x.get("class") in _OPENING_OPS]
     eager_codes = [c for c, op in trace.ops.items() if op.kind == "eager"]
     if not layers or not eager_codes:
-        return out, []
-    idx = np.flatnonzero(ev["name"].isin(eager_codes).to_numpy())
+        return None, []
+    out = np.full(len(ev), -1, np.int64)
+    idx = np.flatnonzero(trace.named(eager_codes))
     idx = idx[np.argsort(ev["start_ps"].to_numpy()[idx], kind="stable")]
     types = [trace.ops[c].type for c in ev["name"].to_numpy()[idx].tolist()]
     starts = ev["start_ps"].to_numpy()[idx]

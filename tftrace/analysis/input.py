@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 
+from tftrace.analysis.sums import exact_sums
 from tftrace.report import InputPipeline, StageRow
 from tftrace.events import Trace
 
@@ -31,9 +32,9 @@ def input_pipeline(trace: Trace, top: int | None = None) -> InputPipeline:
     on_data = data_line[ev["line"].to_numpy()]
     self_ps = ev["self_ps"].to_numpy()
     codes = np.fromiter(trace.ops, np.int64, len(trace.ops))
-    mask = np.isin(names, codes) & (self_ps > 0)
-    sums = np.bincount(names[mask], weights=self_ps[mask], minlength=len(trace.names))
-    dsums = np.bincount(names[mask & on_data], weights=self_ps[mask & on_data], minlength=len(trace.names))
+    mask = trace.named(codes) & (self_ps > 0)
+    sums = exact_sums(names[mask], self_ps[mask], len(trace.names))
+    dsums = exact_sums(names[mask & on_data], self_ps[mask & on_data], len(trace.names))
     for code, op in trace.ops.items():
         if op.kind == "data" and sums[code] > 0:
             key = stage_of(op.name)

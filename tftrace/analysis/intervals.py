@@ -8,18 +8,16 @@ import numpy as np
 
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint, sorted intervals covering the union of [starts, ends)."""
-    keep = ends > starts
-    starts, ends = starts[keep], ends[keep]
-    if len(starts) == 0:
-        return starts.astype(np.int64), ends.astype(np.int64)
-    order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], ends[order]
-    reach = np.maximum.accumulate(ends)
+    keep = np.flatnonzero(ends > starts)
+    if len(keep) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = keep[np.argsort(starts[keep], kind="stable")]
+    starts = starts[order]
+    reach = np.maximum.accumulate(ends[order])
     # A new block starts where an interval begins after everything before it has ended.
-    new = np.ones(len(starts), bool)
-    new[1:] = starts[1:] > reach[:-1]
-    block = np.cumsum(new) - 1
-    return starts[new], np.maximum.reduceat(reach, np.flatnonzero(new))[: block[-1] + 1]
+    first = np.flatnonzero(np.concatenate(([True], starts[1:] > reach[:-1])))
+    last = np.concatenate((first[1:] - 1, [len(starts) - 1]))
+    return starts[first], reach[last]
 
 
 def covered(m_starts: np.ndarray, m_ends: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from tftrace.analysis.classify import classify
+from tftrace.analysis.sums import exact_sums
 from tftrace.events import Trace
 
 
@@ -59,13 +60,15 @@ def op_table(trace: Trace, eager_layer: np.ndarray | None = None, eager_names: l
         return _empty_table()
     codes = np.fromiter(trace.ops, np.int64, len(trace.ops))
     on_device = np.array([ln.on_device for ln in trace.lines] or [False], bool)
-    name = ev["name"].to_numpy()
-    selected = np.isin(name, codes)
-    layer = (eager_layer if eager_layer is not None else np.full(len(ev), -1, np.int64))[selected] + 1
+    selected = np.flatnonzero(trace.named(codes))
+    layer = eager_layer[selected] + 1 if eager_layer is not None else 0
     n_layers = len(eager_names or []) + 1
-    key = (name[selected] * 2 + on_device[ev["line"].to_numpy()][selected]) * n_layers + layer
-    uniq, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
-    self_ps = np.bincount(inverse, weights=ev["self_ps"].to_numpy()[selected]).astype(np.int64)
+    key = (ev["name"].to_numpy()[selected] * 2 + on_device[ev["line"].to_numpy()[selected]]) * n_layers + layer
+    space = (len(trace.names) * 2 + 2) * n_layers
+    all_counts = np.bincount(key, minlength=space)
+    uniq = np.flatnonzero(all_counts)
+    counts = all_counts[uniq]
+    self_ps = exact_sums(key, ev["self_ps"].to_numpy()[selected], space)[uniq]
     layer_names = frozenset(trace.sidecar.get("layer_names", ()))
     device_kind = _device_kind(trace)
     rows = []

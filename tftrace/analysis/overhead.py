@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tftrace.analysis.breakdown import event_classes, is_pipeline_op
+from tftrace.analysis.breakdown import is_pipeline_op, spans
 from tftrace.analysis.intervals import covered, merge
 from tftrace.analysis.steps import Steps
 from tftrace.events import Trace
@@ -27,32 +27,31 @@ class Overhead:
     graph_op_ps: int  # op self time inside tf.function graphs, for comparison
 
 
-def overhead(trace: Trace, steps: Steps) -> Overhead:
+def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray]) -> Overhead:
     ev = trace.events
     start = np.asarray(steps.starts, np.int64)
     end = np.asarray(steps.ends, np.int64)
-    s = ev["start_ps"].to_numpy()
-    e = s + ev["dur_ps"].to_numpy()
-    names = ev["name"].to_numpy()
-    is_input, is_compute = event_classes(trace)
+    is_input, is_compute = classes
     known = is_input | is_compute
-    base = covered(*merge(s[known], e[known]), start, end).sum()
+    known_merged = merge(*spans(ev, known))  # few intervals: a step's busy stretches
+    base = covered(*known_merged, start, end).sum()
 
     def extra(mask):
-        both = known | mask
-        return int(covered(*merge(s[both], e[both]), start, end).sum() - base)
+        """Step time `mask`'s events cover beyond input and compute."""
+        s, e = spans(ev, mask & ~known)
+        both = merge(np.concatenate([known_merged[0], s]), np.concatenate([known_merged[1], e]))
+        return int(covered(*both, start, end).sum() - base)
 
-    pipe_codes = [c for c, op in trace.ops.items() if is_pipeline_op(op)]
-    trace_codes = [c for c, n in enumerate(trace.names) if n in _TRACING]
-    pipe = np.isin(names, pipe_codes)
-    tracing = np.isin(names, trace_codes)
-    in_steps = _inside(s, start, end)
-    eager_codes = [c for c, op in trace.ops.items() if op.kind == "eager"]
-    eager = np.isin(names, eager_codes) & is_compute & in_steps
-    graph = np.isin(names, [c for c, op in trace.ops.items() if op.kind == "tf"]) & in_steps
+    pipe = trace.named(c for c, op in trace.ops.items() if is_pipeline_op(op))
+    tracing = trace.named(c for c, n in enumerate(trace.names) if n in _TRACING)
+    in_steps = _inside(ev["start_ps"].to_numpy(), start, end)
+    eager = trace.named(c for c, op in trace.ops.items() if op.kind == "eager") & is_compute & in_steps
+    graph = trace.named(c for c, op in trace.ops.items() if op.kind == "tf") & in_steps
     self_ps = ev["self_ps"].to_numpy()
+    names = ev["name"].to_numpy()
+    pipe_in_steps = np.flatnonzero(pipe & in_steps)
     return Overhead(
-        pipeline_ps=extra(pipe), pipeline_ops=_by_type(trace, names[pipe & in_steps], self_ps[pipe & in_steps]),
+        pipeline_ps=extra(pipe), pipeline_ops=_by_type(trace, names[pipe_in_steps], self_ps[pipe_in_steps]),
         tracing_ps=extra(tracing), traced=_traced(trace, in_steps),
         eager_ps=int(self_ps[eager].sum()), eager_count=int(eager.sum()), graph_op_ps=int(self_ps[graph].sum()),
     )
@@ -75,11 +74,12 @@ def _by_type(trace: Trace, names: np.ndarray, self_ps: np.ndarray) -> tuple[tupl
 
 def _traced(trace: Trace, in_steps: np.ndarray) -> tuple[tuple[str, int], ...]:
     """tf.function calls that traced (stat tf_function_call = 'traced-...') inside steps."""
-    ev = trace.events
-    fn_call = ev["fn_call"].to_numpy()
-    mask = (fn_call >= 0) & in_steps
+    rows = trace.stats["event"].to_numpy()
+    fn_call = trace.stats["fn_call"].to_numpy()
+    keep = (fn_call >= 0) & in_steps[rows]
+    names = trace.events["name"].to_numpy()[rows[keep]]
     counts: Counter = Counter()
-    for name, call in zip(ev["name"].to_numpy()[mask].tolist(), fn_call[mask].tolist()):
+    for name, call in zip(names.tolist(), fn_call[keep].tolist()):
         if trace.names[call].startswith("traced"):
             counts[trace.names[name]] += 1
     return tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))

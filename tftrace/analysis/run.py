@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tftrace.analysis.bottlenecks import bottlenecks
-from tftrace.analysis.breakdown import timeline
+from tftrace.analysis.breakdown import event_classes, timeline
 from tftrace.analysis.eager import eager_layers
 from tftrace.analysis.input import input_pipeline
 from tftrace.analysis.ops import op_stats, op_table
@@ -25,8 +25,9 @@ def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP) -> Run
     steps = find_steps(trace)
     table = op_table(trace, *eager_layers(trace, steps.starts))
     stats = op_stats(trace, table, top)
-    tl = timeline(trace, steps)
-    ov = overhead(trace, steps)
+    classes = event_classes(trace)
+    tl = timeline(trace, steps, classes)
+    ov = overhead(trace, steps, classes)
     parts = Breakdown(*(round(tl.fraction(p), 6) for p in (tl.input, tl.compute, tl.overhead, tl.idle)))
     mode = run_mode(trace, steps)
     eager = _is_eager(table)

@@ -57,12 +57,24 @@ def _from_rows(trace: Trace, mask: np.ndarray, source: str, kind: str, note: str
     order = np.argsort(ev["start_ps"].to_numpy(), kind="stable")
     start = ev["start_ps"].to_numpy()[order]
     end = start + ev["dur_ps"].to_numpy()[order]
-    numbers = ev["step_num"].to_numpy()[order]
+    numbers = _stat_at(trace, "step_num", np.flatnonzero(mask))[order]
     if (numbers < 0).all():
         numbers = np.arange(len(start))
     names = tuple(trace.names[c] for c in ev["name"].to_numpy()[order])
     start, end, numbers, names = _drop_nested(start, end, numbers, names)
     return Steps(source, kind, tuple(start.tolist()), tuple(end.tolist()), tuple(numbers.tolist()), names, note)
+
+
+def _stat_at(trace: Trace, column: str, rows: np.ndarray) -> np.ndarray:
+    """A stat's values at the given event rows (-1 where absent), from the sparse stat table
+    (its rows are in event order)."""
+    events = trace.stats["event"].to_numpy()
+    where = np.searchsorted(events, rows)
+    out = np.full(len(rows), -1, np.int64)
+    ok = where < len(events)
+    ok[ok] = events[where[ok]] == rows[ok]
+    out[ok] = trace.stats[column].to_numpy()[where[ok]]
+    return out
 
 
 def _drop_nested(start, end, numbers, names):
@@ -82,14 +94,19 @@ def _label(names) -> str:
 
 def _root_markers(trace: Trace) -> Steps | None:
     ev = trace.events
-    implicit = [c for c, n in enumerate(trace.names) if n in _IMPLICIT_ROOTS]
-    mask = (ev["root"].to_numpy() > 0) & _host_rows(trace) & ~ev["name"].isin(implicit).to_numpy()
-    if not mask.any():
+    implicit = {c for c, n in enumerate(trace.names) if n in _IMPLICIT_ROOTS}
+    st = trace.stats
+    rows, root = st["event"].to_numpy(), st["root"].to_numpy()
+    host = np.array([not ln.on_device for ln in trace.lines] or [True], bool)
+    names_at = ev["name"].to_numpy()[rows]
+    keep = (root > 0) & host[ev["line"].to_numpy()[rows]] & ~np.isin(names_at, list(implicit))
+    if not keep.any():
         return None
     # Only the outermost root level are steps (tf.data roots, batching sub-roots are not).
-    level = ev["root"].to_numpy()[mask].min()
-    mask &= ev["root"].to_numpy() == level
-    names = [trace.names[c] for c in ev["name"].to_numpy()[mask]]
+    keep &= root == root[keep].min()
+    mask = np.zeros(len(ev), bool)
+    mask[rows[keep]] = True
+    names = [trace.names[c] for c in names_at[keep]]
     return _from_rows(trace, mask, f"marker {_label(names)}", "marker")
 
 
@@ -112,7 +129,7 @@ def _step_functions(trace: Trace) -> Steps | None:
     codes = {n: i for i, n in enumerate(trace.names) if n in STEP_FUNCTIONS}
     if not codes:
         return None
-    mask = ev["line"].isin(python_lines).to_numpy() & ev["name"].isin(list(codes.values())).to_numpy()
+    mask = ev["line"].isin(python_lines).to_numpy() & trace.named(codes.values())
     if not mask.any():
         return None
     counts = Counter(ev["name"].to_numpy()[mask].tolist())

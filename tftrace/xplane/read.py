@@ -12,7 +12,10 @@ from tftrace.build import TraceBuilder, line_role
 from tftrace.errors import TraceReadError
 from tftrace.names import Op, parse_tf_op, strip_annotation
 from tftrace.events import INT_STATS, STR_STATS, LineInfo
-from tftrace.xplane.schema import XSpace
+from tftrace.xplane.lines import LINE_PADDING, decode_line
+from tftrace.xplane.schema import XPlaneLazy, XSpaceLazy, XStat
+from tftrace.xplane import wire
+from tftrace.xplane.wire import Field, WireError, WireFile, fields
 
 # Host events whose stats never matter here; skipping them keeps the one pass lean.
 _NO_STATS = frozenset({
@@ -22,92 +25,107 @@ _NO_STATS = frozenset({
     "ValidateInputTypeAndPlacement", "TFE_DeleteTensorHandle",
 })
 _HLO_SUFFIX = re.compile(r"\.\d+\Z")
+# Step markers and tf.function calls are recorded on the threads that run user code, never on
+# TensorFlow's executor or tf.data threads: only these lines' stats are read.
+_MARKER_ROLES = ("python", "other")
 
 
-def parse_xspace(path: str) -> "XSpace":
-    """Parse one file into an XSpace message, or raise TraceReadError naming the problem."""
+# Field numbers (xplane.proto): XSpace.planes, XSpace.hostnames, XPlane.lines.
+_SPACE_PLANES, _SPACE_HOSTNAMES, _PLANE_LINES = 1, 4, 3
+
+
+def read_xspace(path: str, builder: TraceBuilder) -> None:
+    """Add every timed line of every plane of one file to the builder, one line in memory at a
+    time; raise TraceReadError naming the file and the problem."""
     try:
+        size = os.path.getsize(path)
+        if size == 0:
+            raise TraceReadError(f"{path}: empty file, not an XSpace trace")
         with open(path, "rb") as f:
-            data = f.read()
+            _read_space(WireFile(f, size), path, builder)
     except OSError as e:
         raise TraceReadError(f"{path}: cannot read: {e.strerror or e}") from None
-    if not data:
-        raise TraceReadError(f"{path}: empty file, not an XSpace trace")
-    space = XSpace()
-    try:
-        space.ParseFromString(data)
-    except (DecodeError, RuntimeError, ValueError):
+    except (WireError, DecodeError, RuntimeError):
         raise TraceReadError(f"{path}: not a readable XSpace trace (the protobuf is truncated or corrupt)") from None
-    if not space.planes:
+
+
+def _read_space(wf: WireFile, path: str, builder: TraceBuilder) -> None:
+    top = list(fields(wf, 0, wf.size))
+    planes = [fd for fd in top if fd.number == _SPACE_PLANES]
+    if not planes:
         raise TraceReadError(f"{path}: parses, but holds no profiler planes (not an XSpace trace?)")
-    return space
+    names = XSpaceLazy.FromString(b"".join(wire.raw(wf, fd) for fd in top if fd.number == _SPACE_HOSTNAMES))
+    host = names.hostnames[0] if names.hostnames else os.path.basename(path).split(".xplane.pb")[0]
+    for fd in planes:
+        _read_plane(wf, fd, host, builder)
 
 
-def host_of(path: str, space) -> str:
-    """The host a file was captured on: its recorded hostname, else the file name."""
-    if space.hostnames:
-        return space.hostnames[0]
-    return os.path.basename(path).split(".xplane.pb")[0]
-
-
-def add_xspace(builder: TraceBuilder, space, host: str) -> None:
-    """Add every timed line of every plane of one XSpace to the builder."""
-    for plane in space.planes:
-        _add_plane(builder, plane, host)
-
-
-def _add_plane(builder: TraceBuilder, plane, host: str) -> None:
-    if not plane.lines:
+def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder) -> None:
+    parts = list(fields(wf, fd.start, fd.end))
+    lines = [p for p in parts if p.number == _PLANE_LINES]
+    if not lines:
         return
-    stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
-    on_device = plane.name.startswith("/device:")
-    meta = plane.event_metadata
-    keys = np.fromiter(meta.keys(), np.int64, len(meta))
-    keys.sort()
-    codes = np.empty(len(keys) + 1, np.int32)
-    op_codes = np.empty(len(keys) + 1, np.int32) if on_device else codes
-    want = np.zeros(len(keys) + 1, bool)
-    for i, k in enumerate(keys.tolist()):
-        md = meta[k]
-        # On a device, only events on its op lines are ops; derived lines repeat their time.
-        codes[i] = builder.intern(md.name, plain=on_device)
-        if on_device:
-            op_codes[i] = builder.intern(*_device_label(md, stat_names))
-        else:
-            want[i] = md.name not in _NO_STATS and builder.op_of(codes[i]) is None
-    codes[-1] = op_codes[-1] = builder.intern("(unknown event)")
-    for line in plane.lines:
-        role = line_role(plane.name, line.name)
-        info = LineInfo(host, plane.name, line.name or line.display_name, role)
-        _add_line(builder, info, line, keys, op_codes if role == "device_ops" else codes, want, stat_names)
+    # Everything but the lines (id, name, metadata, stats) is small: parse it in one go.
+    head = XPlaneLazy.FromString(b"".join(wire.raw(wf, p) for p in parts if p.number != _PLANE_LINES))
+    names = _PlaneNames(builder, head)
+    for p in lines:
+        line = decode_line(wire.padded_value(wf, p, LINE_PADDING))
+        role = line_role(head.name, line.name)
+        info = LineInfo(host, head.name, line.name or line.display_name, role)
+        _add_line(builder, info, line, names.keys, names.op_codes if role == "device_ops" else names.codes,
+                  names.want, names.stat_names)
+        del line  # one line in memory at a time
+
+
+class _PlaneNames:
+    """A plane's event metadata as name codes: per metadata id, the code of its name, the code
+    of the op it times on a device's op lines, and whether its events' stats may matter."""
+
+    def __init__(self, builder: TraceBuilder, plane):
+        self.stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+        on_device = plane.name.startswith("/device:")
+        meta = plane.event_metadata
+        self.keys = np.sort(np.fromiter(meta.keys(), np.int64, len(meta)))
+        n = len(self.keys) + 1
+        self.codes = np.empty(n, np.int32)
+        self.op_codes = np.empty(n, np.int32) if on_device else self.codes
+        self.want = np.zeros(n, bool)
+        for i, k in enumerate(self.keys.tolist()):
+            md = meta[k]
+            # On a device, only events on its op lines are ops; derived lines repeat their time.
+            self.codes[i] = builder.intern(md.name, plain=on_device)
+            if on_device:
+                self.op_codes[i] = builder.intern(*_device_label(md, self.stat_names))
+            else:
+                self.want[i] = md.name not in _NO_STATS and builder.op_of(self.codes[i]) is None
+        self.codes[-1] = self.op_codes[-1] = builder.intern("(unknown event)")
 
 
 def _add_line(builder, info, line, keys, codes, want, stat_names) -> None:
-    events = line.events
-    n = len(events)
+    n = len(line)
     if n == 0:
         builder.add_line(info, *(np.zeros(0, np.int64),) * 3)
         return
-    triples = np.array([(e.metadata_id, e.offset_ps, e.duration_ps) for e in events], np.int64)
-    slot = np.searchsorted(keys, triples[:, 0])
-    slot[(slot >= len(keys)) | (keys[np.minimum(slot, len(keys) - 1)] != triples[:, 0])] = len(keys)
+    mid = line.metadata_id
+    slot = np.searchsorted(keys, mid)
+    slot[(slot >= len(keys)) | (keys[np.minimum(slot, len(keys) - 1)] != mid)] = len(keys)
     name = codes[slot]
-    start = triples[:, 1] + line.timestamp_ns * 1000
+    start = line.start_ps
     stats = None
     if info.role == "device_ops":
-        name = _device_names(builder, events, name, stat_names)
-    else:
-        stats = _event_stats(builder, events, np.flatnonzero(want[slot]), stat_names, n)
-    builder.add_line(info, name, start, triples[:, 2], stats)
+        name = _device_names(builder, line, name, stat_names)
+    elif info.role in _MARKER_ROLES:
+        stats = _event_stats(builder, line, np.flatnonzero(want[slot] & line.has_stats), stat_names, n)
+    builder.add_line(info, name, start, line.duration_ps, stats)
 
 
-def _event_stats(builder, events, wanted, stat_names, n) -> dict[str, np.ndarray] | None:
+def _event_stats(builder, line, wanted, stat_names, n) -> dict[str, np.ndarray] | None:
     """The step-related stats of the events that may carry them."""
     if len(wanted) == 0:
         return None
     cols: dict[str, np.ndarray] = {}
     for i in wanted.tolist():
-        for st in events[i].stats:
+        for st in _parsed_stats(line.event(i)):
             key = stat_names.get(st.metadata_id)
             col = INT_STATS.get(key) or STR_STATS.get(key)
             if col is None:
@@ -121,6 +139,17 @@ def _event_stats(builder, events, wanted, stat_names, n) -> dict[str, np.ndarray
                 cols[col] = np.full(n, -1, np.int64)
             cols[col][i] = int(value)
     return cols
+
+
+def _parsed_stats(event) -> list:
+    """An event's stats, parsed now (they are read lazily); a corrupt one is skipped."""
+    out = []
+    for data in event.stats:
+        try:
+            out.append(XStat.FromString(data))
+        except DecodeError:
+            continue
+    return out
 
 
 def _stat_value(st, stat_names):
@@ -150,13 +179,11 @@ def _kernel_type(kernel: str) -> str:
     return _HLO_SUFFIX.sub("", kernel.split("(")[0].split("<")[0].split()[-1] if kernel.split() else kernel)
 
 
-def _device_names(builder, events, name, stat_names) -> np.ndarray:
+def _device_names(builder, line, name, stat_names) -> np.ndarray:
     """GPU kernels name the framework op that launched them in their own stats."""
     out = name.copy()
-    for i, e in enumerate(events):
-        if not e.stats:
-            continue
-        st = {stat_names.get(s.metadata_id): s for s in e.stats}
+    for i in np.flatnonzero(line.has_stats).tolist():
+        st = {stat_names.get(s.metadata_id): s for s in _parsed_stats(line.event(i))}
         label = _kernel_op(st, stat_names)
         if label is not None:
             out[i] = builder.intern(f"{label[0]}:{label[1]}", Op(label[0], label[1], "device"))

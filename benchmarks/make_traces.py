@@ -1,0 +1,104 @@
+"""Make large real traces for the benchmarks: `python benchmarks/make_traces.py [--events N]`.
+
+1. Capture: a long TraceCallback window over `fit` of a real Keras model with many small layers
+   (many ops per step), until the trace holds about `--events` events.
+2. Scale: for 2x-10x sizes, repeat the captured steps later in time on every line (the copies
+   keep each line's nesting and order, and XProf still reads them), so time can be measured up
+   to ~10M events without hours of capture.
+
+Output: benchmarks/data/<name>/plugins/profile/run/host.xplane.pb (git-ignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "data")
+sys.path.insert(0, os.path.dirname(HERE))
+
+
+def trace_path(name: str) -> str:
+    return os.path.join(DATA, name, "plugins", "profile", "run", "host.xplane.pb")
+
+
+def capture(name: str, steps: int) -> str:
+    """Train a deep narrow MLP for `steps` steps inside one TraceCallback window."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import keras
+    import numpy as np
+
+    import tftrace
+    layers = [keras.Input((64,))]
+    for i in range(24):
+        layers += [keras.layers.Dense(64, activation="relu", name=f"dense{i}"),
+                   keras.layers.LayerNormalization(name=f"norm{i}")]
+    layers.append(keras.layers.Dense(10, name="logits"))
+    model = keras.Sequential(layers, name="deep")
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    rng = np.random.default_rng(0)
+    x, y = rng.random((steps * 16, 64)).astype("float32"), rng.integers(0, 10, steps * 16)
+    logdir = os.path.join(DATA, name)
+    shutil.rmtree(logdir, ignore_errors=True)
+    cb = tftrace.TraceCallback(logdir, fit_steps=(2, steps - 1), evaluate_steps=None, predict_steps=None)
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[cb])
+    _settle(cb.runs[0], logdir)
+    return trace_path(name)
+
+
+def _settle(run: str, logdir: str) -> None:
+    dst = os.path.join(logdir, "plugins", "profile", "run")
+    os.rename(run, dst)
+    for f in os.listdir(dst):
+        if f.endswith(".xplane.pb"):
+            os.rename(os.path.join(dst, f), os.path.join(dst, "host.xplane.pb"))
+
+
+def scale(src: str, name: str, factor: int) -> str:
+    """The trace with every line's events repeated `factor` times, each copy after the last."""
+    from tftrace.xplane.schema import XSpace
+    space = XSpace()
+    with open(src, "rb") as f:
+        space.ParseFromString(f.read())
+    for plane in space.planes:
+        span = max((ev.offset_ps + ev.duration_ps for line in plane.lines for ev in line.events), default=0)
+        period = span + 1_000_000  # 1 us apart: copies never overlap their originals
+        for line in plane.lines:
+            originals = list(line.events)
+            for k in range(1, factor):
+                for ev in originals:
+                    copy = line.events.add()
+                    copy.CopyFrom(ev)
+                    copy.offset_ps = ev.offset_ps + k * period
+    out = trace_path(name)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "wb") as f:
+        f.write(space.SerializeToString())
+    return out
+
+
+def count_events(path: str) -> int:
+    from tftrace.xplane.schema import XSpace
+    space = XSpace()
+    with open(path, "rb") as f:
+        space.ParseFromString(f.read())
+    return sum(len(line.events) for plane in space.planes for line in plane.lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=140, help="training steps to capture (~7k events each)")
+    parser.add_argument("--scales", default="2,5,10", help="scale factors of the captured trace")
+    args = parser.parse_args()
+    base = capture("captured", args.steps)
+    print(f"captured: {base} ({os.path.getsize(base) / 1e6:.1f} MB, {count_events(base):,} events)")
+    for factor in [int(s) for s in args.scales.split(",") if s]:
+        path = scale(base, f"x{factor}", factor)
+        print(f"x{factor}: {path} ({os.path.getsize(path) / 1e6:.1f} MB, {count_events(path):,} events)")
+
+
+if __name__ == "__main__":
+    main()
