@@ -99,3 +99,37 @@ print('clean', file=sys.stderr)
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0 and "clean" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_progress_shows_on_a_terminal_and_not_in_pipes():
+    import os
+    import pty
+    master, slave = pty.openpty()
+    proc = subprocess.run([sys.executable, "-m", "tftrace", "analyze", FLATTEN, "--no-tensorboard"],
+                          stdout=subprocess.PIPE, stderr=slave, cwd=ROOT, timeout=300)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert proc.returncode == 0 and b"reading" in b"".join(chunks)
+    piped = run_cli("analyze", FLATTEN, "--no-tensorboard", check=True)
+    assert "reading" not in piped.stderr
+
+
+def test_report_tables_as_dataframes():
+    import tftrace
+    report = tftrace.analyze(sample("augment"))
+    ops = report.dataframe("ops")
+    assert {"run", "name", "type", "category", "self_ms", "self_ps", "share"} <= set(ops.columns)
+    assert set(ops["run"]) == {r.name for r in report.runs}
+    steps = report.dataframe("steps")
+    assert len(steps) == sum(len(r.steps.steps) for r in report.runs)
+    trace = tftrace.load(FLATTEN)
+    assert len(trace.events) > 1000 and {"line", "name", "start_ps", "dur_ps", "self_ps"} <= set(trace.events.columns)

@@ -12,7 +12,7 @@ from conftest import BROKEN, SAMPLE_RUNS, SHARED, run_cli, sample, sample_file, 
 from tftrace.analysis.ops import op_stats
 from tftrace.analysis.run import analyze_trace
 from tftrace.errors import TraceReadError
-from tftrace.load import load, load_run
+from tftrace.loader import load, load_run
 from tftrace.logdir import find_runs
 
 GOOD_SHARED = [p for p in shared_traces() if p != BROKEN]

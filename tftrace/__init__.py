@@ -15,7 +15,7 @@ def __getattr__(name: str):
         from tftrace.capture import session
         return getattr(session, name)
     if name == "load":
-        from tftrace.load import load
+        from tftrace.loader import load
         return load
     if name == "analyze":
         from tftrace.api import analyze

@@ -5,19 +5,19 @@ from __future__ import annotations
 from tftrace import __version__
 from tftrace.analysis.run import DEFAULT_TOP, analyze_trace, failed_run
 from tftrace.errors import ReportError, TftraceError, TraceReadError
-from tftrace.load import load_run
+from tftrace.loader import load_run
 from tftrace.logdir import find_runs
 from tftrace.report import Report
 
 
-def analyze(path: str, top: int | None = DEFAULT_TOP) -> Report:
+def analyze(path: str, top: int | None = DEFAULT_TOP, progress=None) -> Report:
     """Analyse every run under `path`. A broken run is reported with its error; if every run is
-    broken, raise the first error."""
+    broken, raise the first error. `progress(path, bytes_done, bytes_total)` hears reading."""
     runs = find_runs(path)
     reports = []
     for run in runs:
         try:
-            reports.append(analyze_trace(load_run(run), run.name, top))
+            reports.append(analyze_trace(load_run(run, progress), run.name, top))
         except TftraceError as e:
             reports.append(failed_run(run.path, run.name, str(e)))
     if all(r.error for r in reports):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Optional
@@ -66,7 +67,8 @@ def analyze(
         _fail(f"unknown --table {table!r}; choose one of {', '.join(TABLES)}")
     try:
         from tftrace.api import analyze as run_analysis
-        report = run_analysis(path, top=top)
+        with _progress() as progress:
+            report = run_analysis(path, top=top, progress=progress)
     except TftraceError as e:
         _fail(str(e))
     color = output is None and fmt == "text" and sys.stdout.isatty()
@@ -93,6 +95,27 @@ def diff(
     except TftraceError as e:
         _fail(str(e))
     _write(render_diff(result, fmt, color=output is None and fmt == "text" and sys.stdout.isatty()), output)
+
+
+@contextlib.contextmanager
+def _progress():
+    """A bar on stderr while large traces are read, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+    bar = Progress(TextColumn("reading {task.description}"), BarColumn(), DownloadColumn(),
+                   console=Console(stderr=True), transient=True)
+    tasks: dict[str, int] = {}
+
+    def report(path: str, done: int, total: int) -> None:
+        if path not in tasks:
+            tasks[path] = bar.add_task(os.path.basename(path), total=total)
+        bar.update(tasks[path], completed=done)
+
+    with bar:
+        yield report
 
 
 def _write_tensorboard(logdir: str, report) -> None:

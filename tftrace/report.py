@@ -10,6 +10,7 @@ from tftrace.analysis.ops import CategoryRow, LayerRow, OpRow
 from tftrace.errors import ReportError
 
 SCHEMA_VERSION = 1
+TABLES = ("ops", "layers", "categories", "stages", "steps")
 BOUNDS = ("input", "compute", "host_overhead", "idle", "unknown")
 PARTS = ("input", "compute", "host_overhead", "idle")
 
@@ -103,6 +104,29 @@ class Report:
     def to_dict(self) -> dict:
         return _to_json(self)
 
+    def rows(self, table: str) -> tuple[list[str], list[list]]:
+        """Header and rows of one table (see TABLES) across runs, with a `run` column; times
+        in ms beside the exact ps."""
+        header: list[str] = []
+        rows: list[list] = []
+        for run in self.runs:
+            for item in _table_items(run, table):
+                record = {"run": run.name}
+                for f in dataclasses.fields(item):
+                    value = getattr(item, f.name)
+                    if f.name.endswith("_ps"):
+                        record[f.name[:-3] + "_ms"] = round(value / 1e9, 6)
+                    record[f.name] = value
+                header = header or list(record)
+                rows.append([record[h] for h in header])
+        return header, rows
+
+    def dataframe(self, table: str = "ops"):
+        """One table (ops, layers, categories, stages, steps) of every run as a DataFrame."""
+        import pandas as pd
+        header, rows = self.rows(table)
+        return pd.DataFrame(rows, columns=header or ["run"])
+
     @classmethod
     def from_dict(cls, data: dict) -> "Report":
         if not isinstance(data, dict) or "runs" not in data:
@@ -113,6 +137,16 @@ class Report:
             return _from_json(cls, data)
         except (TypeError, ValueError, KeyError) as e:
             raise ReportError(f"malformed tftrace report ({e})") from None
+
+
+def _table_items(run: RunReport, table: str) -> tuple:
+    if table not in TABLES:
+        raise ReportError(f"unknown table {table!r}; choose one of {', '.join(TABLES)}")
+    if table == "stages":
+        return run.input_pipeline.stages
+    if table == "steps":
+        return run.steps.steps
+    return getattr(run, table)
 
 
 def _to_json(value):

@@ -56,12 +56,11 @@ _CATEGORY_FIXES = {
 
 
 def bottlenecks(b: Breakdown, tl: Timeline, ov: Overhead, ops: OpStats, pipeline: InputPipeline,
-                mode: str, eager: bool) -> tuple[Bottleneck, ...]:
+                mode: str, eager: bool, device: bool = False) -> tuple[Bottleneck, ...]:
     found: list[tuple[float, str, str, str, str]] = []
-    per_step = tl.wall_ps / max(len(tl.dur), 1)
     if b.input >= MIN_SHARE:
-        found.append(_input(b, tl, pipeline, per_step))
-    found += _overhead(b, tl, ov, mode, eager, per_step)
+        found.append(_input(b, tl, pipeline))
+    found += _overhead(b, tl, ov, mode, eager, device)
     if b.idle >= MIN_SHARE:
         found.append((b.idle, "idle", "Gaps between steps",
                       f"{b.idle:.0%} of wall time passes between steps ({_ms(tl.idle.sum() / max(len(tl.dur) - 1, 1))} per gap)",
@@ -74,7 +73,7 @@ def bottlenecks(b: Breakdown, tl: Timeline, ov: Overhead, ops: OpStats, pipeline
                  for i, (share, kind, title, evidence, fix) in enumerate(found, 1))
 
 
-def _input(b: Breakdown, tl: Timeline, pipeline: InputPipeline, per_step: float):
+def _input(b: Breakdown, tl: Timeline, pipeline: InputPipeline):
     evidence = f"input is {b.input:.0%} of step time ({_ms(tl.input.sum() / max(len(tl.dur), 1))} per step waiting in IteratorGetNext)"
     if pipeline.slowest:
         top = next(s for s in pipeline.stages if s.name == pipeline.slowest)
@@ -85,7 +84,7 @@ def _input(b: Breakdown, tl: Timeline, pipeline: InputPipeline, per_step: float)
     return b.input, "input", title, evidence, _stage_fix(pipeline.slowest)
 
 
-def _overhead(b: Breakdown, tl: Timeline, ov: Overhead, mode: str, eager: bool, per_step: float) -> list:
+def _overhead(b: Breakdown, tl: Timeline, ov: Overhead, mode: str, eager: bool, device: bool) -> list:
     wall = tl.wall_ps or 1
     out = []
     if ov.pipeline_ps:
@@ -114,7 +113,13 @@ def _overhead(b: Breakdown, tl: Timeline, ov: Overhead, mode: str, eager: bool, 
                     "Run the model as a graph: `model.predict_on_batch(x)`, or wrap the call in `tf.function` "
                     "(`jit_compile=True` for XLA) and reuse it across calls."))
     rest = b.host_overhead - sum(o[0] for o in out if o[1] in ("per_call_overhead", "retracing"))
-    if rest >= MIN_SHARE:
+    if rest >= MIN_SHARE and device:
+        out.append((rest, "device_idle", "Device idle, waiting for the host",
+                    f"for {rest:.0%} of step time the device runs no op and no copy while the host works",
+                    "The host cannot keep the device fed: run the step as one compiled function "
+                    "(`jit_compile=True`), raise `steps_per_execution`, prefetch to the device, and move "
+                    "per-step Python (logging, .numpy(), metrics) off the step's path."))
+    elif rest >= MIN_SHARE:
         out.append((rest, "host_overhead", "Python and framework time inside steps",
                     f"{rest:.0%} of step time runs no op and waits on no input (Python, dispatch, launches)",
                     "Give each call more work: larger batches, `steps_per_execution` in compile(), and move "

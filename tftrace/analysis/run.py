@@ -37,7 +37,8 @@ def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP) -> Run
     return RunReport(
         path=trace.path, name=name, hosts=trace.hosts, devices=trace.devices, mode=mode, eager=eager,
         steps=summary, breakdown=parts, verdict=verdict(parts, tl.wall_ps > 0),
-        bottlenecks=bottlenecks(parts, tl, ov, stats, pipeline, mode, eager),
+        bottlenecks=bottlenecks(parts, tl, ov, stats, pipeline, mode, eager,
+                                device=any(ln.role == "device_ops" for ln in trace.lines)),
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline, notes=notes,
     )
 

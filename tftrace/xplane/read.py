@@ -34,22 +34,27 @@ _MARKER_ROLES = ("python", "other")
 _SPACE_PLANES, _SPACE_HOSTNAMES, _PLANE_LINES = 1, 4, 3
 
 
-def read_xspace(path: str, builder: TraceBuilder) -> None:
+def read_xspace(path: str, builder: TraceBuilder, progress=None) -> None:
     """Add every timed line of every plane of one file to the builder, one line in memory at a
-    time; raise TraceReadError naming the file and the problem."""
+    time; raise TraceReadError naming the file and the problem. `progress(path, done, total)`,
+    if given, hears how many bytes are read after each line."""
     try:
         size = os.path.getsize(path)
         if size == 0:
             raise TraceReadError(f"{path}: empty file, not an XSpace trace")
         with open(path, "rb") as f:
-            _read_space(WireFile(f, size), path, builder)
+            _read_space(WireFile(f, size), path, builder, progress or _silent)
     except OSError as e:
         raise TraceReadError(f"{path}: cannot read: {e.strerror or e}") from None
     except (WireError, DecodeError, RuntimeError):
         raise TraceReadError(f"{path}: not a readable XSpace trace (the protobuf is truncated or corrupt)") from None
 
 
-def _read_space(wf: WireFile, path: str, builder: TraceBuilder) -> None:
+def _silent(_path: str, _done: int, _total: int) -> None:
+    pass
+
+
+def _read_space(wf: WireFile, path: str, builder: TraceBuilder, progress) -> None:
     top = list(fields(wf, 0, wf.size))
     planes = [fd for fd in top if fd.number == _SPACE_PLANES]
     if not planes:
@@ -57,10 +62,11 @@ def _read_space(wf: WireFile, path: str, builder: TraceBuilder) -> None:
     names = XSpaceLazy.FromString(b"".join(wire.raw(wf, fd) for fd in top if fd.number == _SPACE_HOSTNAMES))
     host = names.hostnames[0] if names.hostnames else os.path.basename(path).split(".xplane.pb")[0]
     for fd in planes:
-        _read_plane(wf, fd, host, builder)
+        _read_plane(wf, fd, host, builder, lambda done: progress(path, done, wf.size))
+    progress(path, wf.size, wf.size)
 
 
-def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder) -> None:
+def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder, progress) -> None:
     parts = list(fields(wf, fd.start, fd.end))
     lines = [p for p in parts if p.number == _PLANE_LINES]
     if not lines:
@@ -75,6 +81,7 @@ def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder) -> No
         _add_line(builder, info, line, names.keys, names.op_codes if role == "device_ops" else names.codes,
                   names.want, names.stat_names)
         del line  # one line in memory at a time
+        progress(p.end)
 
 
 class _PlaneNames:

@@ -16,13 +16,14 @@ from tftrace.xplane.trace_json import add_trace_json, load_trace_json
 
 
 
-def load_run(run: Run) -> Trace:
-    """Read every host file of a run; raises TraceReadError naming the first bad file."""
+def load_run(run: Run, progress=None) -> Trace:
+    """Read every host file of a run; raises TraceReadError naming the first bad file.
+    `progress(path, bytes_done, bytes_total)` hears how reading a large file goes."""
     fmt = "xplane" if any(f.endswith(".xplane.pb") for f in run.files) else "trace_json"
     builder = TraceBuilder(run.path, fmt)
     for path in run.files:
         if path.endswith(".xplane.pb"):
-            read_xspace(path, builder)
+            read_xspace(path, builder, progress)
         else:
             add_trace_json(builder, load_trace_json(path), host_from_file(path))
     trace = builder.build()
