@@ -69,7 +69,7 @@ elif tool == "tftrace":
     from tftrace.api import analyze
     run = lambda: analyze(path)
 elif tool == "tftrace-ops":
-    from tftrace.load import load
+    from tftrace.loader import load
     from tftrace.analysis.ops import op_stats
     run = lambda: op_stats(load(path))
 else:
@@ -119,7 +119,7 @@ def help_seconds(repeats: int = 5) -> float:
 
 def count_events(path: str) -> int:
     sys.path.insert(0, ROOT)
-    from tftrace.load import load
+    from tftrace.loader import load
     return len(load(os.path.dirname(path)).events)
 
 

@@ -38,8 +38,13 @@ def main(rounds: int = 15, steps: int = 200) -> None:
                 model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=callbacks)
                 sink.append((time.perf_counter() - t0) / steps)
     p, t = statistics.median(plain), statistics.median(traced)
-    print(f"plain fit: {p * 1e6:.1f} us/step; with TraceCallback (outside windows): {t * 1e6:.1f} us/step; "
-          f"overhead {100 * (t - p) / p:+.2f}% (median of {rounds} alternating epochs of {steps} steps)")
+    line = (f"plain fit: {p * 1e6:.1f} us/step; with TraceCallback (outside windows): {t * 1e6:.1f} us/step; "
+            f"overhead {100 * (t - p) / p:+.2f}% (median of {rounds} alternating epochs of {steps} steps)")
+    print(line)
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS-callback.md")
+    with open(out, "w") as f:
+        f.write("# TraceCallback overhead outside its windows\n\nProduced by `python benchmarks/bench_callback.py` "
+                f"(Keras {keras.__version__}, {os.cpu_count()} cores).\n\n{line}\n")
 
 
 if __name__ == "__main__":
