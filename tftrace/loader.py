@@ -9,7 +9,6 @@ from tftrace.build import TraceBuilder
 from tftrace.capture.sidecar import SIDECAR
 from tftrace.errors import TraceReadError
 from tftrace.logdir import Run, find_runs, host_from_file
-from tftrace.memory import release_free_memory
 from tftrace.events import Trace
 from tftrace.xplane.read import read_xspace
 from tftrace.xplane.trace_json import add_trace_json, load_trace_json
@@ -27,8 +26,6 @@ def load_run(run: Run, progress=None) -> Trace:
         else:
             add_trace_json(builder, load_trace_json(path), host_from_file(path))
     trace = builder.build()
-    del builder
-    release_free_memory()
     return Trace(**{**trace.__dict__, "sidecar": read_sidecar(run)})
 
 

@@ -44,6 +44,7 @@ class Timeline:
     compute: np.ndarray
     overhead: np.ndarray
     idle: np.ndarray
+    busy: tuple[np.ndarray, np.ndarray]  # merged intervals of input and compute events
 
     @property
     def wall_ps(self) -> int:
@@ -106,9 +107,10 @@ def timeline(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray])
     inp_merged = merge(*spans(ev, is_input))
     inp = covered(*inp_merged, start, end)
     s, e = spans(ev, is_compute)
-    busy = covered(*merge(np.concatenate([inp_merged[0], s]), np.concatenate([inp_merged[1], e])), start, end)
+    busy_merged = merge(np.concatenate([inp_merged[0], s]), np.concatenate([inp_merged[1], e]))
+    busy = covered(*busy_merged, start, end)
     dur = end - start
     idle = np.zeros(len(start), np.int64)
     if len(start) > 1:
         idle[1:] = np.maximum(start[1:] - end[:-1], 0)
-    return Timeline(start, dur, inp, busy - inp, np.maximum(dur - busy, 0), idle)
+    return Timeline(start, dur, inp, busy - inp, np.maximum(dur - busy, 0), idle, busy_merged)

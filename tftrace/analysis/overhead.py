@@ -27,19 +27,22 @@ class Overhead:
     graph_op_ps: int  # op self time inside tf.function graphs, for comparison
 
 
-def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray]) -> Overhead:
+def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
+             busy: tuple[np.ndarray, np.ndarray]) -> Overhead:
+    """`busy`: the merged input and compute intervals the timeline found."""
     ev = trace.events
     start = np.asarray(steps.starts, np.int64)
     end = np.asarray(steps.ends, np.int64)
     is_input, is_compute = classes
     known = is_input | is_compute
-    known_merged = merge(*spans(ev, known))  # few intervals: a step's busy stretches
-    base = covered(*known_merged, start, end).sum()
+    base = covered(*busy, start, end).sum()
 
     def extra(mask):
         """Step time `mask`'s events cover beyond input and compute."""
         s, e = spans(ev, mask & ~known)
-        both = merge(np.concatenate([known_merged[0], s]), np.concatenate([known_merged[1], e]))
+        if len(s) == 0:
+            return 0
+        both = merge(np.concatenate([busy[0], s]), np.concatenate([busy[1], e]))
         return int(covered(*both, start, end).sum() - base)
 
     pipe = trace.named(c for c, op in trace.ops.items() if is_pipeline_op(op))

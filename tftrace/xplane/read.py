@@ -113,9 +113,7 @@ def _add_line(builder, info, line, keys, codes, want, stat_names) -> None:
     if n == 0:
         builder.add_line(info, *(np.zeros(0, np.int64),) * 3)
         return
-    mid = line.metadata_id
-    slot = np.searchsorted(keys, mid)
-    slot[(slot >= len(keys)) | (keys[np.minimum(slot, len(keys) - 1)] != mid)] = len(keys)
+    slot = _slots(keys, line.metadata_id)
     name = codes[slot]
     start = line.start_ps
     stats = None
@@ -124,6 +122,18 @@ def _add_line(builder, info, line, keys, codes, want, stat_names) -> None:
     elif info.role in _MARKER_ROLES:
         stats = _event_stats(builder, line, np.flatnonzero(want[slot] & line.has_stats), stat_names, n)
     builder.add_line(info, name, start, line.duration_ps, stats)
+
+
+def _slots(keys: np.ndarray, mid: np.ndarray) -> np.ndarray:
+    """Each event's index into the plane's sorted metadata ids (len(keys) for an unknown id)."""
+    if len(keys) and 0 <= keys[0] and keys[-1] < 4 * len(keys) + 4096:
+        # Ids are small and dense (TensorFlow numbers them 1, 2, 3...): a table beats a search.
+        table = np.full(int(keys[-1]) + 2, len(keys), np.int64)
+        table[keys] = np.arange(len(keys))
+        return table[np.clip(mid, -1, len(table) - 1)]
+    slot = np.searchsorted(keys, mid)
+    slot[(slot >= len(keys)) | (keys[np.minimum(slot, len(keys) - 1)] != mid)] = len(keys)
+    return slot
 
 
 def _event_stats(builder, line, wanted, stat_names, n) -> dict[str, np.ndarray] | None:
