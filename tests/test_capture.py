@@ -223,3 +223,38 @@ def test_a_chosen_window_cut_by_the_epoch_end_keeps_what_it_captured(tmp_path):
     _, caught = capture_warnings(lambda: _fit_completes(cb))  # 8 steps per epoch
     assert len(caught) == 1 and len(cb.runs) == 1
     assert [s.number for s in analyze(cb.runs[0]).runs[0].steps.steps] == [5, 6, 7]
+
+
+def test_stock_keras3_tensorboard_traces_get_steps_where_xprof_finds_none(tmp_path):
+    """keras.callbacks.TensorBoard(profile_batch=...) marks `Profiled batch` without `_r`:
+    XProf reports "No step time measured"; tftrace measures each profiled batch."""
+    from xprof.convert.raw_to_tool_data import xspace_to_tool_data
+    x, y = data(96)
+    stock = keras.callbacks.TensorBoard(str(tmp_path / "logs"), profile_batch=(2, 5))
+    small_model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[stock])
+    (trace_file,) = glob.glob(str(tmp_path / "logs" / "train" / "plugins" / "profile" / "*" / "*.xplane.pb"))
+    run = analyze(str(tmp_path / "logs")).runs[0]
+    assert run.name.startswith("train/plugins/profile/")
+    assert run.steps.count == 4 and "Profiled batch" in run.steps.source
+    assert run.verdict.bound != "unknown" and run.breakdown.compute > 0
+    copy = tmp_path / "copy.xplane.pb"
+    shutil.copy(trace_file, copy)
+    props = json.loads(xspace_to_tool_data([str(copy)], "input_pipeline_analyzer", {})[0])[1]["p"]
+    assert "No step time measured" in props["input_conclusion"]
+
+
+def test_unmarked_predict_loops_fall_back_to_step_functions_or_the_window(tmp_path):
+    model = small_model("unmarked")
+    x, _y = data(16)
+    model.predict(x[:4], verbose=0)
+    with tftrace.trace(str(tmp_path / "predict")) as t:
+        for i in range(4):
+            model.predict(x[i * 4:(i + 1) * 4], verbose=0)
+    run = analyze(t.run_dir).runs[0]
+    assert run.steps.source.startswith("function '") and run.steps.count == 4 and run.steps.note
+    with tftrace.trace(str(tmp_path / "eager")) as t:
+        for i in range(4):
+            model(x[i * 4:(i + 1) * 4], training=False)
+    run = analyze(t.run_dir).runs[0]
+    assert run.steps.count == 0 and "window" in run.steps.source and run.eager
+    assert run.breakdown.compute > 0 and run.verdict.bound in ("compute", "host_overhead")
