@@ -258,3 +258,19 @@ def test_unmarked_predict_loops_fall_back_to_step_functions_or_the_window(tmp_pa
     run = analyze(t.run_dir).runs[0]
     assert run.steps.count == 0 and "window" in run.steps.source and run.eager
     assert run.breakdown.compute > 0 and run.verdict.bound in ("compute", "host_overhead")
+
+
+def test_tf_keras_fit_and_predict_where_installed(tmp_path):
+    tfk = pytest.importorskip("tf_keras")  # not in the test extra: it pulls `tensorflow` over tensorflow-cpu
+    model = tfk.Sequential([tfk.Input((8, 8, 3)), tfk.layers.Conv2D(4, 3, name="conv"), tfk.layers.Flatten(),
+                            tfk.layers.Dense(5, name="out")])
+    model.compile("sgd", tfk.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x, y = data(96)
+    cb = tftrace.TraceCallback(str(tmp_path))
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[cb])
+    model.predict(x, batch_size=8, verbose=0, callbacks=[cb])
+    reports = {os.path.basename(r): analyze(r).runs[0] for r in cb.runs}
+    assert len(reports) == 2
+    for name, run in reports.items():
+        assert run.steps.count == 5 and run.steps.source in ("marker 'train'", "marker 'predict'")
+        assert {r.layer for r in run.layers} <= {"conv", "out"}

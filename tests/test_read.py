@@ -69,7 +69,10 @@ def test_legacy_json_traces_read_ops_with_types_and_categories():
                               "tfprofiler_timeline_traces"))
     assert trace.format == "trace_json"
     ops = op_stats(trace, top=None).ops
-    assert any(o.type == "StridedSlice" and o.category == "reshape" for o in ops)
+    assert any(o.type == "GatherV2" and o.category == "reshape" for o in ops)
+    loss = [o for o in ops if o.name.startswith("sparse_categorical_crossentropy/")]
+    assert loss and all(o.category == "loss" and o.layer == "" for o in loss)
+    assert any(o.layer == "dense_2" and o.phase == "backward" for o in ops)
 
 
 @pytest.mark.parametrize("scenario,variant", SAMPLE_RUNS)

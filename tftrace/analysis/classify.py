@@ -152,12 +152,17 @@ def _category(op: Op, scopes: list[str], lowered: list[str]) -> str:
         return "optimizer"
     if any("dropout" in s for s in lowered) and not any(s in ("gradient_tape", "gradients") for s in lowered[:1]):
         return "dropout"
-    if bare & _LOSS_SCOPES:
+    if any(_is_loss_scope(s) for s in bare):
         return "loss"
     if by_type == "other" and op.type not in _BY_TYPE:
         # Fused or vendor ops (`_DLSSuperNode` "DLS-SN-MatMul_221") name their kind in the op name.
         return _kernel_category(op.name.rsplit("/", 1)[-1].lower())
     return by_type
+
+
+def _is_loss_scope(scope: str) -> bool:
+    """Keras 3's `compile_loss`, tf.keras's `sparse_categorical_crossentropy`, `weighted_loss`."""
+    return scope in _LOSS_SCOPES or "crossentropy" in scope or scope.endswith("_loss")
 
 
 def _layer(scopes: list[str], layer_names: frozenset[str]) -> str:
@@ -166,13 +171,10 @@ def _layer(scopes: list[str], layer_names: frozenset[str]) -> str:
     if not path:
         return ""
     head = _UNIQUE_SUFFIX.sub("", path[0]).lower()
-    if head in _OPTIMIZER_SCOPES or head in _LOSS_SCOPES or head in _METRIC_SCOPES:
+    if head in _OPTIMIZER_SCOPES or _is_loss_scope(head) or head in _METRIC_SCOPES:
         return ""
-    if layer_names:
-        for scope in reversed(path):
-            name = _known(scope, layer_names)
-            if name:
-                return name
+    if layer_names:  # the model's own layer list: only its names are layers
+        return next((name for name in map(lambda sc: _known(sc, layer_names), reversed(path)) if name), "")
     # Without the model's own layer list, the scope under the model's is its layer.
     return path[1] if len(path) >= 2 and _LAYER_LIKE.match(path[1]) else ""
 

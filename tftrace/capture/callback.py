@@ -224,6 +224,18 @@ class TraceCallback(keras.callbacks.Callback):
         if mode == "train":
             self._in_fit = False
 
+    # -- tf.keras (tf_keras) asks callbacks which hooks they implement; Keras 3 does not ----------
+    _supports_tf_logs = False
+
+    def _implements_train_batch_hooks(self) -> bool:
+        return True
+
+    def _implements_test_batch_hooks(self) -> bool:
+        return True
+
+    def _implements_predict_batch_hooks(self) -> bool:
+        return True
+
     # -- Keras hooks ----------------------------------------------------------------------------
     def on_train_begin(self, logs=None):
         self._in_fit = True
