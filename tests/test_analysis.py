@@ -149,3 +149,22 @@ def test_xprof_thresholds_decide_input_bound():
     moderate = run_with_input(6)
     assert moderate.bound == "compute" and "moderately input-bound" in moderate.text
     assert "input" not in run_with_input(2).text.split(":")[1]
+
+
+def test_named_user_regions_get_their_share_of_step_time():
+    events = [("python", "train", 0, 100, {"_r": 1, "step_num": 0}),
+              ("python", "load_image", 5, 40),
+              ("tf_Compute/1", "model/a/MatMul:MatMul", 50, 30)]
+    run = analyze_trace(tiny_trace(events, sidecar={"regions": ["load_image"]}), "t")
+    region = [b for b in run.bottlenecks if b.kind == "user_region"]
+    assert region and region[0].share == pytest.approx(0.4) and "load_image" in region[0].title
+    other = [b for b in run.bottlenecks if b.kind == "host_overhead"]
+    assert other and other[0].share == pytest.approx(0.3)
+
+
+def test_scenario2_image_loading_is_measured_and_small_as_the_ground_truth_says():
+    truth = GROUND_TRUTH["predict_loop"]["light"]
+    assert truth["load_ms"] < 0.05 * truth["predict_ms"]
+    run = _run("predict_loop", "light")
+    assert not [b for b in run.bottlenecks if b.kind == "user_region"]  # under 3% of step time
+    assert "tracing its dataset functions" in run.bottlenecks[0].evidence

@@ -123,8 +123,11 @@ def test_trace_context_manager_and_step_mark_any_loop(tmp_path):
     with tftrace.trace(str(tmp_path), label="loop", model=model) as t:
         for i in range(4):
             with tftrace.step("predict", i):
-                model(x[i:i + 3], training=False)
+                with tftrace.region("prepare"):
+                    batch = x[i:i + 3] * 1.0
+                model(batch, training=False)
     report = analyze(t.run_dir).runs[0]
+    assert "prepare" in json.load(open(os.path.join(t.run_dir, "tftrace_run.json")))["regions"]
     assert os.path.basename(t.run_dir).endswith("_loop")
     assert [s.number for s in report.steps.steps] == [0, 1, 2, 3] and report.eager
 

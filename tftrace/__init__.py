@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __version__ = "0.1.0"
-__all__ = ["TraceCallback", "trace", "step", "load", "analyze", "diff", "TftraceError", "__version__"]
+__all__ = ["TraceCallback", "trace", "step", "region", "load", "analyze", "diff", "TftraceError", "__version__"]
 
 
 def __getattr__(name: str):
@@ -11,7 +11,7 @@ def __getattr__(name: str):
     if name in ("TraceCallback",):
         from tftrace.capture.callback import TraceCallback
         return TraceCallback
-    if name in ("trace", "step"):
+    if name in ("trace", "step", "region"):
         from tftrace.capture import session
         return getattr(session, name)
     if name == "load":

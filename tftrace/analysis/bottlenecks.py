@@ -87,20 +87,24 @@ def _input(b: Breakdown, tl: Timeline, pipeline: InputPipeline):
 def _overhead(b: Breakdown, tl: Timeline, ov: Overhead, mode: str, eager: bool, device: bool) -> list:
     wall = tl.wall_ps or 1
     out = []
+    # With no step function retraced, graph building inside steps is the per-call pipeline's
+    # own dataset functions being traced anew: one finding, not two.
+    per_call_tracing = ov.tracing_ps if ov.pipeline_ps and not ov.traced else 0
+    steps = max(len(tl.dur), 1)
     if ov.pipeline_ps:
-        share = ov.pipeline_ps / wall
+        share = (ov.pipeline_ps + per_call_tracing) / wall
         ops = ", ".join(f"{t} {_ms(ps)}" for t, ps in ov.pipeline_ops[:4])
-        compute_ms = _ms(tl.compute.sum() / max(len(tl.dur), 1))
+        traced = f", plus {_ms(per_call_tracing / steps)} tracing its dataset functions" if per_call_tracing else ""
         call = {"train": "model.fit", "evaluate": "model.evaluate"}.get(mode, "model.predict")
         out.append((share, "per_call_overhead", f"Per-call {call} overhead: a tf.data pipeline built every call",
-                     f"{_ms(ov.pipeline_ps / max(len(tl.dur), 1))} per step builds datasets and iterators ({ops}), "
-                     f"against {compute_ms} per step running the model's ops",
+                     f"{_ms(ov.pipeline_ps / steps)} per step builds datasets and iterators ({ops}){traced}, "
+                     f"against {_ms(tl.compute.sum() / steps)} per step running the model's ops",
                      f"{call}() wraps its input in a new tf.data pipeline and iterator on every call. For one item or "
                      "a small batch call `model(x, training=False)` or `model.predict_on_batch(x)`; better still, "
                      "collect items into one batch and call predict once."))
-    if ov.tracing_ps:
+    if ov.tracing_ps and not per_call_tracing:
         share = ov.tracing_ps / wall
-        names = ", ".join(f"{n} x{c}" for n, c in ov.traced[:4]) or "dataset and step functions"
+        names = ", ".join(f"{n} x{c}" for n, c in ov.traced[:4]) or "functions traced inside the window"
         out.append((share, "retracing", "tf.function tracing inside the measured steps",
                     f"{_ms(ov.tracing_ps)} of graph building inside steps ({names})",
                     "Each trace rebuilds a graph: keep input shapes and dtypes stable (pad or bucket them), pass "
@@ -112,7 +116,14 @@ def _overhead(b: Breakdown, tl: Timeline, ov: Overhead, mode: str, eager: bool, 
                     "dispatch cost (model(x) in Keras 3 runs eagerly outside tf.function)",
                     "Run the model as a graph: `model.predict_on_batch(x)`, or wrap the call in `tf.function` "
                     "(`jit_compile=True` for XLA) and reuse it across calls."))
-    rest = b.host_overhead - sum(o[0] for o in out if o[1] in ("per_call_overhead", "retracing"))
+    for name, ps in ov.regions:
+        share = ps / wall
+        out.append((share, "user_region", f"Your code in tftrace.region('{name}')",
+                    f"{_ms(ps / max(len(tl.dur), 1))} per step inside '{name}' runs no TensorFlow op",
+                    "This Python work sits on every step's path: batch it (one call for many items), move it "
+                    "into a tf.data pipeline (`map(..., num_parallel_calls=tf.data.AUTOTUNE)` + `prefetch`) so "
+                    "it overlaps the model, or cache its result."))
+    rest = b.host_overhead - sum(o[0] for o in out if o[1] in ("per_call_overhead", "retracing", "user_region"))
     if rest >= MIN_SHARE and device:
         out.append((rest, "device_idle", "Device idle, waiting for the host",
                     f"for {rest:.0%} of step time the device runs no op and no copy while the host works",

@@ -25,6 +25,7 @@ class Overhead:
     eager_ps: int  # eager op execution (compute, but dispatched op by op)
     eager_count: int
     graph_op_ps: int  # op self time inside tf.function graphs, for comparison
+    regions: tuple[tuple[str, int], ...] = ()  # tftrace.region() names: step time beyond ops and input
 
 
 def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
@@ -53,10 +54,13 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
     self_ps = ev["self_ps"].to_numpy()
     names = ev["name"].to_numpy()
     pipe_in_steps = np.flatnonzero(pipe & in_steps)
+    codes = {n: c for c, n in enumerate(trace.names)}
+    regions = [(r, extra(trace.named([codes[r]]))) for r in trace.sidecar.get("regions", []) if r in codes]
     return Overhead(
         pipeline_ps=extra(pipe), pipeline_ops=_by_type(trace, names[pipe_in_steps], self_ps[pipe_in_steps]),
         tracing_ps=extra(tracing), traced=_traced(trace, in_steps),
         eager_ps=int(self_ps[eager].sum()), eager_count=int(eager.sum()), graph_op_ps=int(self_ps[graph].sum()),
+        regions=tuple(sorted(((r, ps) for r, ps in regions if ps > 0), key=lambda kv: (-kv[1], kv[0]))),
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import keras
 
-from tftrace.capture.session import ProfilerSession, _warn
+from tftrace.capture.session import REGIONS, ProfilerSession, _warn
 from tftrace.capture.sidecar import describe
 
 _MODES = {"train": "fit", "test": "evaluate", "predict": "predict"}
@@ -168,7 +168,7 @@ class TraceCallback(keras.callbacks.Callback):
     def _describe(self, mode: str) -> dict:
         try:
             batch = (self.params or {}).get("batch_size")
-            return describe(self.model, mode=_MODES[mode], batch_size=batch)
+            return {**describe(self.model, mode=_MODES[mode], batch_size=batch), "regions": sorted(REGIONS)}
         except Exception as e:  # metadata is a bonus; never fail the capture for it
             return {"mode": _MODES[mode], "error": f"{type(e).__name__}: {e}"}
 
