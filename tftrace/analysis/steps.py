@@ -40,7 +40,7 @@ class Steps:
 
 def find_steps(trace: Trace) -> Steps:
     """The best step source this trace offers, in order of trust."""
-    for finder in (_root_markers, _keras3_batches, _step_functions, _device_steps, _window):
+    for finder in (_root_markers, _keras3_batches, _step_functions, _device_steps, _device_modules, _window):
         steps = finder(trace)
         if steps is not None:
             return steps
@@ -151,6 +151,27 @@ def _device_steps(trace: Trace) -> Steps | None:
     if not mask.any():
         return None
     return _from_rows(trace, mask, f"device step line ({trace.lines[first].plane})", "device")
+
+
+def _device_modules(trace: Trace) -> Steps | None:
+    """JAX and XLA runs mark no steps, but the device runs one compiled module per step: take
+    the module that repeats and takes the most device time, on the first device that runs it."""
+    ev = trace.events
+    lines = [i for i, ln in enumerate(trace.lines) if ln.on_device and ln.name == "XLA Modules"]
+    if not lines:
+        return None
+    first = lines[0]
+    on_line = ev[(ev["line"] == first).to_numpy()]
+    totals = on_line.groupby("name")["dur_ps"].agg(["sum", "count"])
+    repeated = totals[totals["count"] >= 2]
+    if repeated.empty:
+        return None
+    best = int(repeated.sort_values(["sum", "count"], ascending=False).index[0])
+    label = trace.names[best].split("(")[0]
+    mask = ((ev["line"] == first) & (ev["name"] == best)).to_numpy()
+    note = (f"no step markers: each run of the XLA module '{label}' on {trace.lines[first].plane} is one step; "
+            "gaps between runs are device idle time")
+    return _from_rows(trace, mask, f"device module '{label}' ({trace.lines[first].plane})", "device", note)
 
 
 def _window(trace: Trace) -> Steps | None:
