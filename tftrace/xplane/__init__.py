@@ -1,0 +1,1 @@
+"""Reading trace files (XSpace protobufs, legacy trace viewer JSON) without TensorFlow."""

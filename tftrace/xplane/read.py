@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import os
-import re
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from tftrace.build import TraceBuilder, line_role
 from tftrace.errors import TraceReadError
-from tftrace.names import Op, parse_tf_op, strip_annotation
 from tftrace.events import INT_STATS, STR_STATS, LineInfo
 from tftrace.xplane.lines import LINE_PADDING, decode_line
-from tftrace.xplane.schema import XPlaneLazy, XSpaceLazy, XStat
+from tftrace.xplane.schema import XPlaneLazy, XSpaceLazy
 from tftrace.xplane import wire
+from tftrace.xplane.device import device_label, device_names
+from tftrace.xplane.stats import parsed_stats, stat_value
 from tftrace.xplane.wire import Field, WireError, WireFile, fields
 
 # Host events whose stats never matter here; skipping them keeps the one pass lean.
@@ -24,7 +24,6 @@ _NO_STATS = frozenset({
     "EagerCopyToDevice", "KernelAndDeviceFunc::Run", "EagerKernelExecute", "ExecutorState::Process",
     "ValidateInputTypeAndPlacement", "TFE_DeleteTensorHandle",
 })
-_HLO_SUFFIX = re.compile(r"\.\d+\Z")
 # Step markers and tf.function calls are recorded on the threads that run user code, never on
 # TensorFlow's executor or tf.data threads: only these lines' stats are read.
 _MARKER_ROLES = ("python", "other")
@@ -102,7 +101,7 @@ class _PlaneNames:
             # On a device, only events on its op lines are ops; derived lines repeat their time.
             self.codes[i] = builder.intern(md.name, plain=on_device)
             if on_device:
-                self.op_codes[i] = builder.intern(*_device_label(md, self.stat_names))
+                self.op_codes[i] = builder.intern(*device_label(md, self.stat_names))
             else:
                 self.want[i] = md.name not in _NO_STATS and builder.op_of(self.codes[i]) is None
         self.codes[-1] = self.op_codes[-1] = builder.intern("(unknown event)")
@@ -118,7 +117,7 @@ def _add_line(builder, info, line, keys, codes, want, stat_names) -> None:
     start = line.start_ps
     stats = None
     if info.role == "device_ops":
-        name = _device_names(builder, line, name, stat_names)
+        name = device_names(builder, line, name, stat_names)
     elif info.role in _MARKER_ROLES:
         stats = _event_stats(builder, line, np.flatnonzero(want[slot] & line.has_stats), stat_names, n)
     builder.add_line(info, name, start, line.duration_ps, stats)
@@ -142,12 +141,12 @@ def _event_stats(builder, line, wanted, stat_names, n) -> dict[str, np.ndarray] 
         return None
     cols: dict[str, np.ndarray] = {}
     for i in wanted.tolist():
-        for st in _parsed_stats(line.event(i)):
+        for st in parsed_stats(line.event(i)):
             key = stat_names.get(st.metadata_id)
             col = INT_STATS.get(key) or STR_STATS.get(key)
             if col is None:
                 continue
-            value = _stat_value(st, stat_names)
+            value = stat_value(st, stat_names)
             if key in STR_STATS:
                 value = builder.intern(str(value))
             elif not isinstance(value, (int, float)):
@@ -156,66 +155,3 @@ def _event_stats(builder, line, wanted, stat_names, n) -> dict[str, np.ndarray] 
                 cols[col] = np.full(n, -1, np.int64)
             cols[col][i] = int(value)
     return cols
-
-
-def _parsed_stats(event) -> list:
-    """An event's stats, parsed now (they are read lazily); a corrupt one is skipped."""
-    out = []
-    for data in event.stats:
-        try:
-            out.append(XStat.FromString(data))
-        except DecodeError:
-            continue
-    return out
-
-
-def _stat_value(st, stat_names):
-    kind = st.WhichOneof("value")
-    if kind is None:
-        return None
-    if kind == "ref_value":
-        return stat_names.get(st.ref_value, "")
-    return getattr(st, kind)
-
-
-def _device_label(md, stat_names) -> tuple[str, Op | None]:
-    """A device event metadata (TPU XLA op, GPU kernel) as a name and the op it times."""
-    meta_stats = {stat_names.get(s.metadata_id): _stat_value(s, stat_names) for s in md.stats}
-    tf_op = parse_tf_op(str(meta_stats.get("tf_op") or ""))
-    if tf_op:
-        return f"{tf_op[0]}:{tf_op[1]}", Op(tf_op[0], tf_op[1], "device")
-    if "hlo_category" in meta_stats:
-        hlo = md.display_name or md.name
-        return f"hlo:{hlo}", Op(hlo, str(meta_stats["hlo_category"]), "device")
-    return f"kernel:{md.name}", Op(md.name, _kernel_type(md.name), "device")
-
-
-def _kernel_type(kernel: str) -> str:
-    if kernel.lower().startswith("memcpy"):
-        return kernel
-    return _HLO_SUFFIX.sub("", kernel.split("(")[0].split("<")[0].split()[-1] if kernel.split() else kernel)
-
-
-def _device_names(builder, line, name, stat_names) -> np.ndarray:
-    """GPU kernels name the framework op that launched them in their own stats."""
-    out = name.copy()
-    for i in np.flatnonzero(line.has_stats).tolist():
-        st = {stat_names.get(s.metadata_id): s for s in _parsed_stats(line.event(i))}
-        label = _kernel_op(st, stat_names)
-        if label is not None:
-            out[i] = builder.intern(f"{label[0]}:{label[1]}", Op(label[0], label[1], "device"))
-    return out
-
-
-def _kernel_op(st, stat_names) -> tuple[str, str] | None:
-    for key in ("tf_op", "annotation"):
-        if key in st:
-            text = str(_stat_value(st[key], stat_names))
-            parsed = parse_tf_op(strip_annotation(text) if key == "annotation" else text)
-            if parsed:
-                return parsed
-    if "hlo_op" in st:
-        hlo = str(_stat_value(st["hlo_op"], stat_names))
-        module = str(_stat_value(st["hlo_module"], stat_names)) if "hlo_module" in st else ""
-        return (f"{module}/{hlo}" if module else hlo), _HLO_SUFFIX.sub("", hlo)
-    return None

@@ -1,0 +1,55 @@
+"""Name device events after the ops they run: TF ops from a kernel's stats, XLA ops by category."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from tftrace.names import Op, parse_tf_op, strip_annotation
+from tftrace.xplane.stats import parsed_stats, stat_value
+
+_HLO_SUFFIX = re.compile(r"\.\d+\Z")
+
+
+def device_label(md, stat_names) -> tuple[str, Op | None]:
+    """A device event metadata (TPU XLA op, GPU kernel) as a name and the op it times."""
+    meta_stats = {stat_names.get(s.metadata_id): stat_value(s, stat_names) for s in md.stats}
+    tf_op = parse_tf_op(str(meta_stats.get("tf_op") or ""))
+    if tf_op:
+        return f"{tf_op[0]}:{tf_op[1]}", Op(tf_op[0], tf_op[1], "device")
+    if "hlo_category" in meta_stats:
+        hlo = md.display_name or md.name
+        return f"hlo:{hlo}", Op(hlo, str(meta_stats["hlo_category"]), "device")
+    return f"kernel:{md.name}", Op(md.name, _kernel_type(md.name), "device")
+
+
+def _kernel_type(kernel: str) -> str:
+    if kernel.lower().startswith("memcpy"):
+        return kernel
+    return _HLO_SUFFIX.sub("", kernel.split("(")[0].split("<")[0].split()[-1] if kernel.split() else kernel)
+
+
+def device_names(builder, line, name, stat_names) -> np.ndarray:
+    """GPU kernels name the framework op that launched them in their own stats."""
+    out = name.copy()
+    for i in np.flatnonzero(line.has_stats).tolist():
+        st = {stat_names.get(s.metadata_id): s for s in parsed_stats(line.event(i))}
+        label = _kernel_op(st, stat_names)
+        if label is not None:
+            out[i] = builder.intern(f"{label[0]}:{label[1]}", Op(label[0], label[1], "device"))
+    return out
+
+
+def _kernel_op(st, stat_names) -> tuple[str, str] | None:
+    for key in ("tf_op", "annotation"):
+        if key in st:
+            text = str(stat_value(st[key], stat_names))
+            parsed = parse_tf_op(strip_annotation(text) if key == "annotation" else text)
+            if parsed:
+                return parsed
+    if "hlo_op" in st:
+        hlo = str(stat_value(st["hlo_op"], stat_names))
+        module = str(stat_value(st["hlo_module"], stat_names)) if "hlo_module" in st else ""
+        return (f"{module}/{hlo}" if module else hlo), _HLO_SUFFIX.sub("", hlo)
+    return None
