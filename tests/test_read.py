@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 
@@ -163,7 +164,6 @@ def test_logdir_with_one_broken_run_reports_good_runs_and_names_the_broken_one(t
     before = _digest(tmp_path)
     proc = run_cli("analyze", str(tmp_path), "--format", "json", "--no-tensorboard")
     assert proc.returncode == 0, proc.stderr
-    import json
     runs = {r["name"]: r for r in json.loads(proc.stdout)["runs"]}
     assert runs["plugins/profile/good"]["ops"] and not runs["plugins/profile/good"]["error"]
     assert "host.xplane.pb" in runs["plugins/profile/broken"]["error"]
@@ -176,3 +176,18 @@ def test_analyze_never_modifies_inputs_even_when_writing_summaries(copy_of):
     run_cli("analyze", logdir, check=True)
     after = _digest(logdir)
     assert {p: d for p, d in after.items() if p in before} == before
+
+
+def test_legacy_json_with_odd_values_reads_what_it_can(tmp_path):
+    events = [{"ph": "M", "pid": [1], "name": "process_name", "args": {"name": "/host:CPU"}},
+              {"ph": "X", "pid": [1], "tid": {"t": 2}, "ts": 10, "dur": 5, "name": "a/MatMul:MatMul"},
+              {"ph": "X", "pid": 1, "tid": 2, "ts": "nan", "dur": 5, "name": "dropped"},
+              {"ph": "X", "pid": 1, "tid": 2, "ts": 1e300, "dur": 5, "name": "dropped too"},
+              {"ph": "X", "pid": 1, "tid": 2, "ts": 20, "dur": 2**80, "name": "b/Relu:Relu",
+               "args": {"step_num": 2**90, "_r": "x"}},
+              "not an event"]
+    path = tmp_path / "odd.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace = load(str(path))
+    assert sorted(trace.names[c] for c in trace.events["name"]) == ["a/MatMul:MatMul", "b/Relu:Relu"]
+    assert {o.type for o in op_stats(trace, top=None).ops} == {"MatMul", "Relu"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import zlib
 from collections import defaultdict
@@ -47,12 +48,17 @@ def add_trace_json(builder: TraceBuilder, doc: dict, host: str) -> None:
     per_line: dict[tuple, list] = defaultdict(list)
     for ev in doc["traceEvents"]:
         if isinstance(ev, dict) and ev.get("ph") == "X" and "ts" in ev:
-            per_line[(ev.get("pid"), ev.get("tid"))].append(ev)
-    for (pid, tid), events in sorted(per_line.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
+            per_line[(_ident(ev.get("pid")), _ident(ev.get("tid")))].append(ev)
+    for (pid, tid), events in sorted(per_line.items()):
         plane = processes.get(pid, f"pid {pid}")
         line = threads.get((pid, tid), str(tid))
         role = "device_ops" if plane.startswith("/device:") else line_role(plane, line)
         _add_events(builder, LineInfo(host, plane, line, role), events)
+
+
+def _ident(value) -> str:
+    """A pid or tid as a key: any JSON value, even a list, names a process or thread."""
+    return str(value)
 
 
 def _names(events) -> tuple[dict, dict]:
@@ -60,46 +66,58 @@ def _names(events) -> tuple[dict, dict]:
     for ev in events:
         if not isinstance(ev, dict) or ev.get("ph") != "M":
             continue
-        name = (ev.get("args") or {}).get("name")
+        args = ev.get("args")
+        name = args.get("name") if isinstance(args, dict) else None
         if ev.get("name") == "process_name" and name:
-            processes[ev.get("pid")] = str(name)
+            processes[_ident(ev.get("pid"))] = str(name)
         elif ev.get("name") == "thread_name" and name:
-            threads[(ev.get("pid"), ev.get("tid"))] = str(name)
+            threads[(_ident(ev.get("pid")), _ident(ev.get("tid")))] = str(name)
     return processes, threads
 
 
 def _add_events(builder: TraceBuilder, info: LineInfo, events: list) -> None:
-    n = len(events)
+    # Events whose time is not a usable number are left out: there is nothing to place.
+    timed = [(ev, t) for ev in events if (t := _ps(ev.get("ts"))) is not None]
+    n = len(timed)
     name = np.empty(n, np.int32)
     start = np.empty(n, np.int64)
     dur = np.empty(n, np.int64)
     stats: dict[str, np.ndarray] = {}
-    for i, ev in enumerate(events):
+    for i, (ev, ts) in enumerate(timed):
         label = str(ev.get("name", ""))
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
-        if info.role == "device_ops":
-            name[i] = _device_code(builder, label, args)
-        else:
-            name[i] = builder.intern(label)
-        try:
-            start[i] = round(float(ev["ts"]) * 1e6)
-            dur[i] = round(float(ev.get("dur", 0)) * 1e6)
-        except (TypeError, ValueError):
-            start[i] = dur[i] = 0
+        name[i] = _device_code(builder, label, args) if info.role == "device_ops" else builder.intern(label)
+        start[i] = ts
+        dur[i] = max(_ps(ev.get("dur", 0)) or 0, 0)
         for key, value in args.items():
             col = INT_STATS.get(key) or STR_STATS.get(key)
             if col is None:
                 continue
             if col not in stats:
                 stats[col] = np.full(n, -1, np.int64)
-            if key in STR_STATS:
-                stats[col][i] = builder.intern(str(value))
-            else:
-                try:
-                    stats[col][i] = int(value)
-                except (TypeError, ValueError):
-                    pass
+            stats[col][i] = builder.intern(str(value)) if key in STR_STATS else _int(value)
     builder.add_line(info, name, start, dur, stats)
+
+
+_LIMIT = 1 << 62
+
+
+def _ps(us) -> int | None:
+    """Microseconds (the format's unit, a float) as integer picoseconds, or None."""
+    try:
+        value = float(us)
+    except (TypeError, ValueError):
+        return None
+    ps = value * 1e6
+    return round(ps) if math.isfinite(ps) and abs(ps) < _LIMIT else None
+
+
+def _int(value) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return -1
+    return number if -_LIMIT < number < _LIMIT else -1
 
 
 def _device_code(builder: TraceBuilder, label: str, args: dict) -> int:
