@@ -68,6 +68,15 @@ def test_csv_tables(table, column):
     assert rows and column in rows[0] and rows[0]["run"]
 
 
+def test_csv_all_tables_one_file_each(tmp_path):
+    run_cli("analyze", FLATTEN, "-f", "csv", "--table", "all", "-o", str(tmp_path / "r.csv"), "--no-tensorboard",
+            check=True)
+    for name in ("ops", "layers", "categories", "stages", "steps"):
+        rows = list(csv.DictReader(open(tmp_path / f"r_{name}.csv")))
+        assert rows and rows[0]["run"], name
+    assert run_cli("analyze", FLATTEN, "-f", "csv", "--table", "all", "--no-tensorboard").returncode == 2
+
+
 def test_unknown_format_is_a_one_line_error():
     proc = run_cli("analyze", FLATTEN, "-f", "pdf", "--no-tensorboard")
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "pdf" in proc.stderr

@@ -54,7 +54,8 @@ def analyze(
     fmt: str = typer.Option("text", "--format", "-f", help=f"Output format: {_FORMATS}."),
     top: int = typer.Option(15, "--top", "-n", min=1, help="How many ops, layers and categories to list."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
-    table: str = typer.Option("ops", "--table", help="With --format csv: ops, layers, categories, stages or steps."),
+    table: str = typer.Option("ops", "--table", help="With --format csv: ops, layers, categories, stages, steps, "
+                              "or all (one file each: OUTPUT_<table>.csv)."),
     tensorboard: bool = typer.Option(True, "--tensorboard/--no-tensorboard",
                                      help="Also write the results into the logdir as a TensorBoard run."),
 ) -> None:
@@ -63,8 +64,10 @@ def analyze(
     from tftrace.errors import TftraceError
     from tftrace.render import render
     from tftrace.render.csv import TABLES
-    if fmt == "csv" and table not in TABLES:
-        _fail(f"unknown --table {table!r}; choose one of {', '.join(TABLES)}")
+    if fmt == "csv" and table not in (*TABLES, "all"):
+        _fail(f"unknown --table {table!r}; choose one of {', '.join(TABLES)}, all")
+    if fmt == "csv" and table == "all" and output is None:
+        _fail("--table all writes one file per table: give --output (a file name to derive them from)")
     try:
         from tftrace.api import analyze as run_analysis
         with _progress() as progress:
@@ -72,7 +75,12 @@ def analyze(
     except TftraceError as e:
         _fail(str(e))
     color = output is None and fmt == "text" and sys.stdout.isatty()
-    _write(render(report, fmt, table=table, color=color), output)
+    if fmt == "csv" and table == "all":
+        stem = output[:-4] if output.endswith(".csv") else output
+        for name in TABLES:
+            _write(render(report, fmt, table=name), f"{stem}_{name}.csv")
+    else:
+        _write(render(report, fmt, table=table, color=color), output)
     if tensorboard and os.path.isdir(path):
         _write_tensorboard(path, report)
 
