@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import ROOT, run_cli, sample
-from tftrace.report import SCHEMA_VERSION, Report
+from tftrace.report import BOUNDS, SCHEMA_VERSION, Report
 
 FLATTEN = sample("augment", "flatten")
 
@@ -33,7 +33,7 @@ def test_json_follows_the_contract_and_round_trips():
         assert {"count", "source", "mean_ms", "median_ms"} <= set(run["steps"])
         assert set(run["breakdown"]) == {"input", "compute", "host_overhead", "idle"}
         assert sum(run["breakdown"].values()) == pytest.approx(1.0, abs=0.01)
-        assert {"bound", "text"} <= set(run["verdict"])
+        assert {"bound", "text"} <= set(run["verdict"]) and run["verdict"]["bound"] in BOUNDS
         for b in run["bottlenecks"]:
             assert {"rank", "kind", "title", "share", "evidence", "recommendation"} <= set(b)
         for op in run["ops"]:
@@ -90,9 +90,10 @@ def test_refuses_to_overwrite_a_trace_file(copy_of):
     assert proc.returncode == 2 and open(target, "rb").read() == before
 
 
-@pytest.mark.parametrize("args", [["--help"], ["analyze", FLATTEN, "-f", "json"], ["analyze", "--help"]])
+@pytest.mark.parametrize("args", [["--help"], ["analyze", FLATTEN, "-f", "json"], ["analyze", "--help"],
+                                  ["diff", FLATTEN, sample("augment", "gap"), "-f", "json"]])
 def test_cli_imports_no_tensorflow(args, copy_of):
-    if len(args) > 2:
+    if args[0] == "analyze" and len(args) > 2:
         args = ["analyze", copy_of(FLATTEN), "-f", "json"]  # writes TensorBoard summaries too
     code = f"""
 import sys

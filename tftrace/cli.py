@@ -9,10 +9,12 @@ from typing import Optional
 
 import typer
 
+from tftrace.render import DIFF_FORMATS, FORMATS
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Find where a TensorFlow/Keras run spends its time, from profiler traces.")
 
-_FORMATS = "text|json|markdown|csv|html"
+_FORMATS = "|".join(FORMATS)
 
 
 @app.callback()
@@ -89,12 +91,12 @@ def analyze(
 def diff(
     baseline: str = typer.Argument(..., help="Baseline: a logdir, run folder, trace file or saved JSON report."),
     candidate: str = typer.Argument(..., help="Candidate: the same kinds."),
-    fmt: str = typer.Option("text", "--format", "-f", help="Output format: text|json|markdown."),
+    fmt: str = typer.Option("text", "--format", "-f", help=f"Output format: {'|'.join(DIFF_FORMATS)}."),
     top: int = typer.Option(20, "--top", "-n", min=1, help="How many ops, layers and categories to list."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
 ) -> None:
     """Did the candidate make steps faster, and which ops, layers and categories moved?"""
-    _check_format(fmt, "text|json|markdown")
+    _check_format(fmt, "|".join(DIFF_FORMATS))
     from tftrace.errors import TftraceError
     from tftrace.render.diff import render_diff
     try:

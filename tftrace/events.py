@@ -57,9 +57,6 @@ class Trace:
     def devices(self) -> tuple[str, ...]:
         return tuple(sorted({ln.plane for ln in self.lines if ln.on_device}))
 
-    def name_of(self, code: int) -> str:
-        return self.names[code]
-
     def named(self, codes) -> np.ndarray:
         """Per event: is its name one of `codes`? (a table lookup: fast on millions of events)"""
         table = np.zeros(len(self.names) + 1, bool)

@@ -24,7 +24,6 @@ class Overhead:
     traced: tuple[tuple[str, int], ...]  # functions traced inside the window, with counts
     eager_ps: int  # eager op execution (compute, but dispatched op by op)
     eager_count: int
-    graph_op_ps: int  # op self time inside tf.function graphs, for comparison
     regions: tuple[tuple[str, int], ...] = ()  # tftrace.region() names: step time beyond ops and input
 
 
@@ -50,7 +49,6 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
     tracing = trace.named(c for c, n in enumerate(trace.names) if n in _TRACING)
     in_steps = _inside(ev["start_ps"].to_numpy(), start, end)
     eager = trace.named(c for c, op in trace.ops.items() if op.kind == "eager") & is_compute & in_steps
-    graph = trace.named(c for c, op in trace.ops.items() if op.kind == "tf") & in_steps
     self_ps = ev["self_ps"].to_numpy()
     names = ev["name"].to_numpy()
     pipe_in_steps = np.flatnonzero(pipe & in_steps)
@@ -59,7 +57,7 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
     return Overhead(
         pipeline_ps=extra(pipe), pipeline_ops=_by_type(trace, names[pipe_in_steps], self_ps[pipe_in_steps]),
         tracing_ps=extra(tracing), traced=_traced(trace, in_steps),
-        eager_ps=int(self_ps[eager].sum()), eager_count=int(eager.sum()), graph_op_ps=int(self_ps[graph].sum()),
+        eager_ps=int(self_ps[eager].sum()), eager_count=int(eager.sum()),
         regions=tuple(sorted(((r, ps) for r, ps in regions if ps > 0), key=lambda kv: (-kv[1], kv[0]))),
     )
 

@@ -11,8 +11,6 @@ from rich.table import Table
 
 from tftrace.render.fmt import PART_LABELS, ms, pct
 
-DIFF_FORMATS = ("text", "json", "markdown")
-
 
 def render_diff(diff, fmt: str, color: bool = False) -> str:
     if fmt == "json":

@@ -120,7 +120,6 @@ def _message(name: str, package: str = _PACKAGE):
 
 
 XSpace = _message("XSpace")
-XPlane = _message("XPlane")
 XStat = _message("XStat")
 # For reading: events' stats arrive as serialized XStat bytes, parsed only where needed.
 XSpaceLazy = _message("XSpace", _LAZY_PACKAGE)
