@@ -57,6 +57,17 @@ class Trace:
     def devices(self) -> tuple[str, ...]:
         return tuple(sorted({ln.plane for ln in self.lines if ln.on_device}))
 
+    def codes(self, names) -> list[int]:
+        """The codes of these names (a name seen both as an op and off a device's op lines
+        has two)."""
+        wanted = set(names)
+        return [c for c, n in enumerate(self.names) if n in wanted]
+
+    def on_lines(self, keep) -> np.ndarray:
+        """Per event: does `keep(line_info)` hold for its line? (judged once per line)"""
+        table = np.array([bool(keep(ln)) for ln in self.lines] + [False], bool)
+        return table[self.events["line"].to_numpy()]
+
     def named(self, codes) -> np.ndarray:
         """Per event: is its name one of `codes`? (a table lookup: fast on millions of events)"""
         table = np.zeros(len(self.names) + 1, bool)

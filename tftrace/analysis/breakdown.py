@@ -78,16 +78,14 @@ def event_classes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
             input_name[code] = True
         elif op is not None and op.kind not in ("data",) and not is_pipeline_op(op):
             compute_name[code] = True
-    roles = [ln.role for ln in trace.lines]
-    # Per line, not per event: a lookup table keeps this pass to one byte per event.
-    if "device_ops" in roles:
-        compute_line = np.array([r == "device_ops" for r in roles] or [False], bool)
+    if any(ln.role == "device_ops" for ln in trace.lines):
+        compute_line = trace.on_lines(lambda ln: ln.role == "device_ops")
     else:
-        compute_line = np.array([r not in ("data", "derived") for r in roles] or [False], bool)
+        compute_line = trace.on_lines(lambda ln: ln.role not in ("data", "derived"))
     names = ev["name"].to_numpy()
     is_input = input_name[names]
     is_compute = compute_name[names]
-    is_compute &= compute_line[ev["line"].to_numpy()]
+    is_compute &= compute_line
     is_compute &= ~is_input
     return is_input, is_compute
 

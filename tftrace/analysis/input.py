@@ -26,10 +26,9 @@ def input_pipeline(trace: Trace, top: int | None = None) -> InputPipeline:
     """Stages ranked by self time; ops that tf.data threads run (a generator's PyFunc, a map
     function's ops) count as stages too, named by their type."""
     ev = trace.events
-    data_line = np.array([ln.role == "data" for ln in trace.lines] or [False], bool)
     totals: dict[str, int] = {}
     names = ev["name"].to_numpy()
-    on_data = data_line[ev["line"].to_numpy()]
+    on_data = trace.on_lines(lambda ln: ln.role == "data")
     self_ps = ev["self_ps"].to_numpy()
     codes = np.fromiter(trace.ops, np.int64, len(trace.ops))
     mask = trace.named(codes) & (self_ps > 0)

@@ -59,11 +59,11 @@ def op_table(trace: Trace, eager_layer: np.ndarray | None = None, eager_names: l
     if not trace.ops or ev.empty:
         return _empty_table()
     codes = np.fromiter(trace.ops, np.int64, len(trace.ops))
-    on_device = np.array([ln.on_device for ln in trace.lines] or [False], bool)
+    on_device = trace.on_lines(lambda ln: ln.on_device)
     selected = np.flatnonzero(trace.named(codes))
     layer = eager_layer[selected] + 1 if eager_layer is not None else 0
     n_layers = len(eager_names or []) + 1
-    key = (ev["name"].to_numpy()[selected] * 2 + on_device[ev["line"].to_numpy()[selected]]) * n_layers + layer
+    key = (ev["name"].to_numpy()[selected] * 2 + on_device[selected]) * n_layers + layer
     space = (len(trace.names) * 2 + 2) * n_layers
     all_counts = np.bincount(key, minlength=space)
     uniq = np.flatnonzero(all_counts)

@@ -46,14 +46,13 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
         return int(covered(*both, start, end).sum() - base)
 
     pipe = trace.named(c for c, op in trace.ops.items() if is_pipeline_op(op))
-    tracing = trace.named(c for c, n in enumerate(trace.names) if n in _TRACING)
+    tracing = trace.named(trace.codes(_TRACING))
     in_steps = _inside(ev["start_ps"].to_numpy(), start, end)
     eager = trace.named(c for c, op in trace.ops.items() if op.kind == "eager") & is_compute & in_steps
     self_ps = ev["self_ps"].to_numpy()
     names = ev["name"].to_numpy()
     pipe_in_steps = np.flatnonzero(pipe & in_steps)
-    codes = {n: c for c, n in enumerate(trace.names)}
-    regions = [(r, extra(trace.named([codes[r]]))) for r in trace.sidecar.get("regions", []) if r in codes]
+    regions = [(r, extra(trace.named(trace.codes([r])))) for r in trace.sidecar.get("regions", [])]
     return Overhead(
         pipeline_ps=extra(pipe), pipeline_ops=_by_type(trace, names[pipe_in_steps], self_ps[pipe_in_steps]),
         tracing_ps=extra(tracing), traced=_traced(trace, in_steps),

@@ -47,11 +47,6 @@ def find_steps(trace: Trace) -> Steps:
     return Steps("none", "none", (), (), (), (), "the trace holds no timed events")
 
 
-def _host_rows(trace: Trace) -> np.ndarray:
-    host = np.array([not ln.on_device for ln in trace.lines] or [True], bool)
-    return host[trace.events["line"].to_numpy()]
-
-
 def _from_rows(trace: Trace, mask: np.ndarray, source: str, kind: str, note: str = "") -> Steps:
     ev = trace.events[mask]
     order = np.argsort(ev["start_ps"].to_numpy(), kind="stable")
@@ -94,12 +89,11 @@ def _label(names) -> str:
 
 def _root_markers(trace: Trace) -> Steps | None:
     ev = trace.events
-    implicit = {c for c, n in enumerate(trace.names) if n in _IMPLICIT_ROOTS}
     st = trace.stats
     rows, root = st["event"].to_numpy(), st["root"].to_numpy()
-    host = np.array([not ln.on_device for ln in trace.lines] or [True], bool)
     names_at = ev["name"].to_numpy()[rows]
-    keep = (root > 0) & host[ev["line"].to_numpy()[rows]] & ~np.isin(names_at, list(implicit))
+    host_root = trace.on_lines(lambda ln: not ln.on_device) & ~trace.named(trace.codes(_IMPLICIT_ROOTS))
+    keep = (root > 0) & host_root[rows]
     if not keep.any():
         return None
     # Only the outermost root level are steps (tf.data roots, batching sub-roots are not).
@@ -111,11 +105,7 @@ def _root_markers(trace: Trace) -> Steps | None:
 
 
 def _keras3_batches(trace: Trace) -> Steps | None:
-    ev = trace.events
-    code = {n: i for i, n in enumerate(trace.names)}.get("Profiled batch")
-    if code is None:
-        return None
-    mask = (ev["name"].to_numpy() == code) & _host_rows(trace)
+    mask = trace.named(trace.codes(["Profiled batch"])) & trace.on_lines(lambda ln: not ln.on_device)
     return _from_rows(trace, mask, "marker 'Profiled batch' (Keras 3 TensorBoard callback)", "marker") if mask.any() else None
 
 
@@ -123,13 +113,7 @@ def _step_functions(trace: Trace) -> Steps | None:
     """Keras runs each step as one tf.function call on the Python thread; take the most
     frequent step function there."""
     ev = trace.events
-    python_lines = [i for i, ln in enumerate(trace.lines) if ln.role == "python"]
-    if not python_lines:
-        return None
-    codes = {n: i for i, n in enumerate(trace.names) if n in STEP_FUNCTIONS}
-    if not codes:
-        return None
-    mask = ev["line"].isin(python_lines).to_numpy() & trace.named(codes.values())
+    mask = trace.on_lines(lambda ln: ln.role == "python") & trace.named(trace.codes(STEP_FUNCTIONS))
     if not mask.any():
         return None
     counts = Counter(ev["name"].to_numpy()[mask].tolist())
@@ -179,7 +163,7 @@ def _window(trace: Trace) -> Steps | None:
     ev = trace.events
     if ev.empty:
         return None
-    host = _host_rows(trace)
+    host = trace.on_lines(lambda ln: not ln.on_device)
     sel = ev[host] if host.any() else ev
     start = int(sel["start_ps"].min())
     end = int((sel["start_ps"] + sel["dur_ps"]).max())
