@@ -22,17 +22,15 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from make_traces import trace_path  # noqa: E402
+from make_traces import count_events, trace_path  # noqa: E402
 
 _WORKER = r"""
 import json, os, resource, shutil, sys, tempfile, time
@@ -115,12 +113,6 @@ def help_seconds(repeats: int = 5) -> float:
         subprocess.run([sys.executable, "-m", "tftrace", "--help"], capture_output=True, check=True, cwd=ROOT)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
-
-
-def count_events(path: str) -> int:
-    sys.path.insert(0, ROOT)
-    from tftrace.loader import load
-    return len(load(os.path.dirname(path)).events)
 
 
 def versions() -> dict:

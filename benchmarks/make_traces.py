@@ -81,11 +81,8 @@ def scale(src: str, name: str, factor: int) -> str:
 
 
 def count_events(path: str) -> int:
-    from tftrace.xplane.schema import XSpace
-    space = XSpace()
-    with open(path, "rb") as f:
-        space.ParseFromString(f.read())
-    return sum(len(line.events) for plane in space.planes for line in plane.lines)
+    from tftrace.loader import load
+    return len(load(path).events)
 
 
 def main() -> None:
