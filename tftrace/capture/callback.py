@@ -8,6 +8,8 @@ from tftrace.capture.session import REGIONS, ProfilerSession, _warn
 from tftrace.capture.sidecar import describe
 
 _MODES = {"train": "fit", "test": "evaluate", "predict": "predict"}
+# The model attribute each mode's step runs through: wrapped while a mode runs (see _guard).
+_STEP_FUNCTIONS = {"train": "train_function", "test": "test_function", "predict": "predict_function"}
 
 
 class _Window:
@@ -186,7 +188,7 @@ class TraceCallback(keras.callbacks.Callback):
 
     # -- a step that raises must not leave the profiler running ---------------------------------
     def _guard(self, mode: str) -> None:
-        attr = {"train": "train_function", "test": "test_function", "predict": "predict_function"}[mode]
+        attr = _STEP_FUNCTIONS[mode]
         fn = getattr(self.model, attr, None)
         if fn is None or attr in self._wrapped:
             return
@@ -207,7 +209,7 @@ class TraceCallback(keras.callbacks.Callback):
             self._wrapped.pop(attr, None)
 
     def _unguard(self, mode: str) -> None:
-        attr = {"train": "train_function", "test": "test_function", "predict": "predict_function"}[mode]
+        attr = _STEP_FUNCTIONS[mode]
         fn = self._wrapped.pop(attr, None)
         if fn is not None:
             try:
