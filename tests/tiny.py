@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from tftrace.build import TraceBuilder, line_role
@@ -24,7 +26,4 @@ def tiny_trace(events, plane: str = "/host:CPU", sidecar: dict | None = None):
                          np.array([builder.intern(x[0]) for x in items]),
                          np.array([round(x[1] * 1e6) for x in items], np.int64),
                          np.array([round(x[2] * 1e6) for x in items], np.int64), stats)
-    trace = builder.build()
-    if sidecar:
-        object.__setattr__(trace, "sidecar", sidecar)
-    return trace
+    return dataclasses.replace(builder.build(), sidecar=sidecar or {})

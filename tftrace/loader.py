@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -26,7 +27,7 @@ def load_run(run: Run, progress=None) -> Trace:
         else:
             add_trace_json(builder, load_trace_json(path), host_from_file(path))
     trace = builder.build()
-    return Trace(**{**trace.__dict__, "sidecar": read_sidecar(run)})
+    return dataclasses.replace(trace, sidecar=read_sidecar(run))
 
 
 def read_sidecar(run: Run) -> dict:
