@@ -71,14 +71,14 @@ _TYPES = {
 _BY_TYPE = {t: cat for cat, types in _TYPES.items() for t in types}
 _BY_TYPE_LOWER = {t.lower(): cat for t, cat in _BY_TYPE.items()}
 _TYPE_PREFIXES = ("_MklNative", "_Mkl", "_FusedBatchNorm", "_Fused", "_ITEX", "_Quantized")
-_OPTIMIZER_SCOPES = {"adam", "adamw", "sgd", "rmsprop", "adagrad", "adadelta", "adamax", "nadam",
+OPTIMIZER_SCOPES = {"adam", "adamw", "sgd", "rmsprop", "adagrad", "adadelta", "adamax", "nadam",
                      "ftrl", "lion", "optimizer", "sgd_optimizer", "momentum", "lamb", "adafactor"}
-_LOSS_SCOPES = {"compile_loss", "loss", "losses"}
-_METRIC_SCOPES = {"compile_metrics", "metrics"}
+LOSS_SCOPES = {"compile_loss", "loss", "losses"}
+METRIC_SCOPES = {"compile_metrics", "metrics"}
 # Scopes that wrap a whole model or function call, not a layer.
 _WRAPPER_SCOPES = re.compile(r"(StatefulPartitionedCall|PartitionedCall|gradient_tape|gradients|"
                              r"while|cond|replica_\d+|body|__inference_.*|.*_grad)(_\d+)?\Z")
-_UNIQUE_SUFFIX = re.compile(r"_\d+\Z")
+UNIQUE_SUFFIX = re.compile(r"_\d+\Z")
 _LAYER_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*\Z")
 
 
@@ -108,7 +108,7 @@ def classify(op: Op, layer_names: frozenset[str] = frozenset()) -> Attribution:
 
 
 def _strip(scopes: list[str]) -> set[str]:
-    return {_UNIQUE_SUFFIX.sub("", s) for s in scopes}
+    return {UNIQUE_SUFFIX.sub("", s) for s in scopes}
 
 
 def category_of_type(op_type: str) -> str:
@@ -148,7 +148,7 @@ def _category(op: Op, scopes: list[str], lowered: list[str]) -> str:
         return by_type
     bare = _strip(lowered)
     inner = [s.lower() for s in scopes if not _WRAPPER_SCOPES.match(s)]
-    if inner and _UNIQUE_SUFFIX.sub("", inner[0]) in _OPTIMIZER_SCOPES:
+    if inner and UNIQUE_SUFFIX.sub("", inner[0]) in OPTIMIZER_SCOPES:
         return "optimizer"
     if any("dropout" in s for s in lowered) and not any(s in ("gradient_tape", "gradients") for s in lowered[:1]):
         return "dropout"
@@ -162,7 +162,7 @@ def _category(op: Op, scopes: list[str], lowered: list[str]) -> str:
 
 def _is_loss_scope(scope: str) -> bool:
     """Keras 3's `compile_loss`, tf.keras's `sparse_categorical_crossentropy`, `weighted_loss`."""
-    return scope in _LOSS_SCOPES or "crossentropy" in scope or scope.endswith("_loss")
+    return scope in LOSS_SCOPES or "crossentropy" in scope or scope.endswith("_loss")
 
 
 def _layer(scopes: list[str], layer_names: frozenset[str]) -> str:
@@ -170,8 +170,8 @@ def _layer(scopes: list[str], layer_names: frozenset[str]) -> str:
     path = [s for s in scopes if not _WRAPPER_SCOPES.match(s)]
     if not path:
         return ""
-    head = _UNIQUE_SUFFIX.sub("", path[0]).lower()
-    if head in _OPTIMIZER_SCOPES or _is_loss_scope(head) or head in _METRIC_SCOPES:
+    head = UNIQUE_SUFFIX.sub("", path[0]).lower()
+    if head in OPTIMIZER_SCOPES or _is_loss_scope(head) or head in METRIC_SCOPES:
         return ""
     if layer_names:  # the model's own layer list: only its names are layers
         return next((name for name in map(lambda sc: _known(sc, layer_names), reversed(path)) if name), "")
@@ -185,7 +185,7 @@ def _known(scope: str, layer_names: frozenset[str]) -> str:
     while True:
         if name in layer_names:
             return name
-        stripped = _UNIQUE_SUFFIX.sub("", name)
+        stripped = UNIQUE_SUFFIX.sub("", name)
         if stripped == name:
             return ""
         name = stripped

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import re
 
+from tftrace.analysis.classify import LOSS_SCOPES, METRIC_SCOPES, OPTIMIZER_SCOPES, UNIQUE_SUFFIX
 from tftrace.analysis.stats import compare_steps
 from tftrace.diff_report import DiffReport, PartDelta, RowDelta, StepTimeDelta
 from tftrace.report import PARTS, RunReport
 
 _WRAPPERS = re.compile(r"(StatefulPartitionedCall|PartitionedCall|replica_\d+)(_\d+)?\Z")
-_SUFFIX = re.compile(r"_\d+\Z")
-_KEEP_FIRST = {"gradient_tape", "gradients", "compile_loss", "compile_metrics", "loss", "metrics", "adam", "adamw",
-               "sgd", "rmsprop", "adagrad", "nadam", "adadelta", "adamax", "ftrl", "optimizer"}
+_SUFFIX = UNIQUE_SUFFIX
+# Top scopes that are not a model's: their ops keep them, so `adam/Sub` never becomes `Sub`.
+_KEEP_FIRST = {"gradient_tape", "gradients"} | OPTIMIZER_SCOPES | LOSS_SCOPES | METRIC_SCOPES
 MOVED = 0.05  # a part or op moved when it changed by this share of the baseline step time
 
 
