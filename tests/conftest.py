@@ -11,8 +11,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(ROOT, "sample_traces")
-SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared", "traces"))
-BROKEN = os.path.join(SHARED, "openxla__xprof", "_corrupt_at_bfd424c", "xprof", "convert", "test_xplanes",
+PUBLIC = os.path.join(ROOT, "tests", "data", "public")  # public traces, with their licenses
+BROKEN = os.path.join(PUBLIC, "openxla__xprof", "_corrupt_at_bfd424c", "xprof", "convert", "test_xplanes",
                       "tpu_inference_2.xplane.pb")
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -30,12 +30,10 @@ SAMPLE_RUNS = [("augment", "flatten"), ("augment", "gap"), ("predict_loop", "lig
                ("dropout", "plain"), ("dropout", "dropout")]
 
 
-def shared_traces() -> list[str]:
-    """Every trace file in ../shared/traces (the public traces tests must read)."""
-    if not os.path.isdir(SHARED):
-        raise RuntimeError(f"{SHARED} is missing: the public traces are part of the test data")
+def public_traces() -> list[str]:
+    """Every trace file in tests/data/public (the public traces tests must read)."""
     out = []
-    for folder, _dirs, files in os.walk(SHARED):
+    for folder, _dirs, files in os.walk(PUBLIC):
         out += [os.path.join(folder, f) for f in files if f.endswith((".xplane.pb", ".trace.json.gz", ".trace.json"))]
     return sorted(out)
 

@@ -171,18 +171,18 @@ def test_scenario2_image_loading_is_measured_and_small_as_the_ground_truth_says(
 
 
 def test_jax_tpu_trace_steps_are_the_repeated_xla_module_runs():
-    from conftest import SHARED
+    from conftest import PUBLIC
     import os
-    run = analyze(os.path.join(SHARED, "openxla__xprof", "xprof", "convert", "test_xplanes")).runs[0]
+    run = analyze(os.path.join(PUBLIC, "openxla__xprof", "xprof", "convert", "test_xplanes")).runs[0]
     assert run.steps.count == 100 and run.steps.source == "device module 'jit_f' (/device:TPU:0)"
     assert run.breakdown.compute > 0.9 and run.verdict.bound == "compute"
     assert run.categories[0].category == "transfer"  # the async copies dominate this inference test
 
 
 def test_gpu_trace_uses_its_device_step_line_and_device_op_time():
-    from conftest import SHARED
+    from conftest import PUBLIC
     import os
-    run = analyze(os.path.join(SHARED, "tensorflow__profiler")).runs[0]
+    run = analyze(os.path.join(PUBLIC, "tensorflow__profiler")).runs[0]
     assert run.steps.source.startswith("device step line") and run.steps.count == 1
     assert run.breakdown.compute > 0.3 and run.breakdown.input > 0.2  # IteratorGetNext waits on the host
     assert any(b.kind == "input" for b in run.bottlenecks) and any(b.kind == "device_idle" for b in run.bottlenecks)

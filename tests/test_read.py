@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from conftest import BROKEN, SAMPLE_RUNS, SHARED, run_cli, sample, sample_file, shared_traces
+from conftest import BROKEN, SAMPLE_RUNS, PUBLIC, run_cli, sample, sample_file, public_traces
 from tftrace.analysis.classify import CATEGORIES
 from tftrace.analysis.ops import op_stats
 from tftrace.analysis.run import analyze_trace
@@ -17,14 +17,14 @@ from tftrace.errors import TraceReadError
 from tftrace.loader import load, load_run
 from tftrace.logdir import find_runs
 
-GOOD_SHARED = [p for p in shared_traces() if p != BROKEN]
+GOOD_PUBLIC = [p for p in public_traces() if p != BROKEN]
 
 
 # This legacy file holds one `train_function` call and its runtime events, but no op events.
 NO_OPS = "tfprofiler_local_missing_metadata"
 
 
-@pytest.mark.parametrize("path", GOOD_SHARED, ids=lambda p: os.path.relpath(p, SHARED)[:60])
+@pytest.mark.parametrize("path", GOOD_PUBLIC, ids=lambda p: os.path.relpath(p, PUBLIC)[:60])
 def test_every_good_public_trace_reads_into_a_sensible_op_table(path):
     trace = load_run(find_runs(path)[0])
     assert len(trace.events) > 0
@@ -47,7 +47,7 @@ def test_every_good_public_trace_reads_into_a_sensible_op_table(path):
     ("AMD-AGI__TraceLens/tests/traces/mi300/jax08_gemm/tw003.xplane.pb", "GPU"),
 ])
 def test_device_ops_appear_as_device_ops(path, kind):
-    stats = op_stats(load(os.path.join(SHARED, path)), top=None)
+    stats = op_stats(load(os.path.join(PUBLIC, path)), top=None)
     device_ops = [o for o in stats.ops if o.device != "host"]
     assert device_ops and all(o.device == kind for o in device_ops)
     assert stats.device_self_ps > 0
@@ -57,17 +57,17 @@ def test_device_ops_appear_as_device_ops(path, kind):
 
 
 def test_gpu_kernels_are_attributed_to_the_tf_ops_that_launched_them():
-    stats = op_stats(load(os.path.join(SHARED, "tensorflow__profiler")), top=None)
+    stats = op_stats(load(os.path.join(PUBLIC, "tensorflow__profiler")), top=None)
     gpu = [o for o in stats.ops if o.device == "GPU"]
     assert any(o.type == "RandomUniform" and o.category == "dropout" for o in gpu)
     assert any(o.layer == "bert_encoder_1" for o in gpu)
 
 
 def test_legacy_json_traces_read_ops_with_types_and_categories():
-    ampere = op_stats(load(os.path.join(SHARED, "AmpereComputingAI__ampere_model_library")), top=None)
+    ampere = op_stats(load(os.path.join(PUBLIC, "AmpereComputingAI__ampere_model_library")), top=None)
     fused = [o for o in ampere.ops if o.type == "_DLSSuperNode"]
     assert fused and any(o.category == "matmul" and "MatMul" in o.name for o in fused)
-    trace = load(os.path.join(SHARED, "awslabs__sagemaker-debugger", "tests", "profiler", "resources",
+    trace = load(os.path.join(PUBLIC, "awslabs__sagemaker-debugger", "tests", "profiler", "resources",
                               "tfprofiler_timeline_traces"))
     assert trace.format == "trace_json"
     ops = op_stats(trace, top=None).ops

@@ -7,13 +7,13 @@ import os
 import numpy as np
 import pytest
 
-from conftest import BROKEN, SAMPLE_RUNS, sample_file, shared_traces
+from conftest import BROKEN, SAMPLE_RUNS, sample_file, public_traces
 from tftrace.analysis.sums import exact_sums
 from tftrace.xplane import wire
 from tftrace.xplane.lines import LINE_PADDING, decode_line
 from tftrace.xplane.schema import XSpace
 
-FILES = [p for p in shared_traces() if p.endswith(".xplane.pb") and p != BROKEN] + \
+FILES = [p for p in public_traces() if p.endswith(".xplane.pb") and p != BROKEN] + \
         [sample_file(*r) for r in SAMPLE_RUNS]
 
 
