@@ -1,6 +1,7 @@
 """Regenerate the sample traces and their ground truth: `python sample_traces/capture_samples.py`.
 
-Three scenarios, each modelled on a real user question:
+Four scenarios, each modelled on a real user question (the fourth, traces captured the stock
+ways with no tftrace marker, lives in capture_stock.py):
 
 1. `augment/`: a small frozen conv base with a Flatten head (`flatten`) and with a
    GlobalAveragePooling2D head (`gap`, ~25x fewer trainable parameters), trained with `fit` from
@@ -238,7 +239,7 @@ def _fresh(logdir: str) -> str:
     return logdir
 
 
-SCENARIOS = ("augment", "predict_loop", "dropout")
+SCENARIOS = ("augment", "predict_loop", "dropout", "stock")
 
 
 def main() -> None:
@@ -254,14 +255,16 @@ def main() -> None:
     sys.path.insert(0, os.path.dirname(HERE))
     import tftrace
     truth_path = os.path.join(HERE, "ground_truth.json")
-    truth: dict = json.load(open(truth_path)) if os.path.exists(truth_path) and len(wanted) < 3 else {}
+    truth: dict = json.load(open(truth_path)) if os.path.exists(truth_path) and len(wanted) < len(SCENARIOS) else {}
     truth.update({"tensorflow": tf.__version__, "keras": keras.__version__, "cores": os.cpu_count()})
     # The first profiler session of a process pays one-off start-up costs: spend them here,
     # so no sample run (and no comparison between two of them) carries them.
     with tempfile.TemporaryDirectory() as scratch, tftrace.trace(scratch):
         keras.ops.sum(keras.ops.ones((8, 8)))
+    sys.path.insert(0, HERE)
+    from capture_stock import scenario_stock  # scenario 4: stock captures, no tftrace markers
     for name, fn in (("augment", scenario_augment), ("predict_loop", scenario_predict_loop),
-                     ("dropout", scenario_dropout)):
+                     ("dropout", scenario_dropout), ("stock", scenario_stock)):
         if name in wanted:
             fn(keras, tftrace, truth)
     with open(truth_path, "w") as f:

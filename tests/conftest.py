@@ -27,7 +27,8 @@ def sample_file(scenario: str, variant: str) -> str:
 
 
 SAMPLE_RUNS = [("augment", "flatten"), ("augment", "gap"), ("predict_loop", "light"), ("predict_loop", "heavy"),
-               ("dropout", "plain"), ("dropout", "dropout")]
+               ("dropout", "plain"), ("dropout", "dropout"), ("stock", "predict_light"), ("stock", "predict_heavy"),
+               ("stock", "trace_nosteps"), ("stock", "fit_tensorboard")]
 
 
 def public_traces() -> list[str]:

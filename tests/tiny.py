@@ -11,12 +11,14 @@ from tftrace.events import INT_STATS, LineInfo
 
 
 def tiny_trace(events, plane: str = "/host:CPU", sidecar: dict | None = None):
-    """`events`: iterable of (line name, event name, start in us, duration in us, {stat: value})."""
+    """`events`: iterable of (line, event name, start in us, duration in us, {stat: value}); a line
+    is a thread name on `plane`, or a (plane, line name) pair (a device's stream, say)."""
     builder = TraceBuilder("tiny", "xplane")
-    by_line: dict[str, list] = {}
+    by_line: dict[tuple, list] = {}
     for line, name, start, dur, *rest in events:
-        by_line.setdefault(line, []).append((name, start, dur, rest[0] if rest else {}))
-    for line, items in by_line.items():
+        key = line if isinstance(line, tuple) else (plane, line)
+        by_line.setdefault(key, []).append((name, start, dur, rest[0] if rest else {}))
+    for (plane, line), items in by_line.items():
         n = len(items)
         stats = {col: np.full(n, -1, np.int64) for col in INT_STATS.values()}
         for i, (_name, _s, _d, st) in enumerate(items):

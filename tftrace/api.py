@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tftrace import __version__
+from tftrace.analysis.ops import SIDES
 from tftrace.analysis.run import DEFAULT_TOP, analyze_trace, failed_run
 from tftrace.errors import ReportError, TftraceError, TraceReadError
 from tftrace.loader import load_run
@@ -10,14 +11,17 @@ from tftrace.logdir import find_runs
 from tftrace.report import Report
 
 
-def analyze(path: str, top: int | None = DEFAULT_TOP, progress=None) -> Report:
+def analyze(path: str, top: int | None = DEFAULT_TOP, progress=None, ops: str = "all") -> Report:
     """Analyse every run under `path`. A broken run is reported with its error; if every run is
-    broken, raise the first error. `progress(path, bytes_done, bytes_total)` hears reading."""
+    broken, raise the first error. `progress(path, bytes_done, bytes_total)` hears reading;
+    `ops` is all, host or device: which ops the op table lists."""
+    if ops not in SIDES:
+        raise TftraceError(f"unknown ops side {ops!r}; choose one of {', '.join(SIDES)}")
     runs = find_runs(path)
     reports = []
     for run in runs:
         try:
-            reports.append(analyze_trace(load_run(run, progress), run.name, top))
+            reports.append(analyze_trace(load_run(run, progress), run.name, top, ops))
         except TftraceError as e:
             reports.append(failed_run(run.path, run.name, str(e)))
     if all(r.error for r in reports):

@@ -33,6 +33,7 @@ class TraceBuilder:
         self.path = path
         self.format = fmt
         self._codes: dict[str, int] = {}
+        self._names: list[str] = []
         self._ops: dict[int, Op] = {}
         self._lines: list[LineInfo] = []
         self._chunks: list[dict[str, np.ndarray]] = []
@@ -47,10 +48,14 @@ class TraceBuilder:
         code = self._codes.get(key)
         if code is None:
             code = self._codes[key] = len(self._codes)
+            self._names.append(name)
             op = None if plain else (op if op is not None else parse_host_event(name))
             if op is not None:
                 self._ops[code] = op
         return code
+
+    def name_of(self, code: int) -> str:
+        return self._names[code]
 
     def op_of(self, code: int) -> Op | None:
         return self._ops.get(code)
@@ -71,7 +76,7 @@ class TraceBuilder:
         self._offset += n
 
     def build(self) -> Trace:
-        names = tuple(k.lstrip("\0") for k in self._codes)
+        names = tuple(self._names)
         is_op = np.zeros(len(names) + 1, bool)
         is_op[list(self._ops)] = True
         for chunk in self._chunks:

@@ -60,9 +60,13 @@ def analyze(
                               "or all (one file each: OUTPUT_<table>.csv)."),
     tensorboard: bool = typer.Option(True, "--tensorboard/--no-tensorboard",
                                      help="Also write the results into the logdir as a TensorBoard run."),
+    ops: str = typer.Option("all", "--ops", help="Which ops the op table lists: all, host or device "
+                            "(shares stay of all op time)."),
 ) -> None:
     """Rank where the time goes in each profiled run under PATH."""
     _check_format(fmt)
+    if ops not in ("all", "host", "device"):
+        _fail(f"unknown --ops {ops!r}; choose one of all, host, device")
     from tftrace.errors import TftraceError
     from tftrace.render import render
     from tftrace.render.csv import TABLES
@@ -73,7 +77,7 @@ def analyze(
     try:
         from tftrace.api import analyze as run_analysis
         with _progress() as progress:
-            report = run_analysis(path, top=top, progress=progress)
+            report = run_analysis(path, top=top, progress=progress, ops=ops)
     except TftraceError as e:
         _fail(str(e))
     color = output is None and fmt == "text" and sys.stdout.isatty()

@@ -9,9 +9,10 @@ import pandas as pd
 
 from tftrace.names import Op
 
-# Integer stats kept as columns (-1 where an event lacks the stat): the ones step detection needs.
+# Integer stats kept as columns (-1 where an event lacks the stat): the ones step detection needs,
+# and the links from device work to the host launch and the step it serves.
 INT_STATS = {"_r": "root", "step_num": "step_num", "iter_num": "iter_num", "group_id": "group_id",
-             "tracing_count": "tracing_count", "is_func": "is_func"}
+             "tracing_count": "tracing_count", "is_func": "is_func", "correlation_id": "correlation"}
 # String stats kept as codes into Trace.names (-1 where absent).
 STR_STATS = {"tf_function_call": "fn_call", "eager_op": "eager_op", "step_name": "step_name"}
 COLUMNS = ("line", "name", "start_ps", "dur_ps", "self_ps")

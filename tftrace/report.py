@@ -24,6 +24,9 @@ class StepRow:
     compute_ps: int
     host_overhead_ps: int
     idle_ps: int
+    device_busy_ps: int = 0  # runs with a device: kernels and copies the step launched
+    copy_ps: int = 0  # the step's device copies (host-to-device, device-to-host...)
+    input_wait_ps: int = 0  # the host waits for input data while the device idles
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class Bottleneck:
     share: float  # of step time
     evidence: str
     recommendation: str
+    step_if_removed_ps: int = 0  # projected mean step time (with the gap after it) without this time
+    step_ps: int = 0  # the mean step time (with the gap after it) it is projected from
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,7 @@ class RunReport:
     hosts: tuple[str, ...] = ()
     devices: tuple[str, ...] = ()
     mode: str = "unknown"  # train | evaluate | predict | mixed | unknown
+    mode_source: str = ""  # how the mode was found: markers, sidecar, function names, ops
     eager: bool = False
     steps: StepsSummary = StepsSummary(0, "none", 0, 0)
     breakdown: Breakdown = Breakdown()
@@ -92,6 +98,8 @@ class RunReport:
     categories: tuple[CategoryRow, ...] = ()
     input_pipeline: InputPipeline = InputPipeline()
     notes: tuple[str, ...] = ()
+    host_op_ps: int = 0  # all host op self time: with device_op_ps, the total op shares are of
+    device_op_ps: int = 0  # all device op self time: the total layer and category shares are of, if any
     error: str = ""  # set when the run could not be read; the other parts are then empty
 
 

@@ -1,16 +1,18 @@
 """Step-time breakdown: input, compute, host overhead and idle, from each step's timeline.
 
-Method. Each step is a time window [start, end) on the host clock. Three event classes are
-merged into disjoint intervals across all threads (so parallel threads never count twice):
-  input    waiting for data: `IteratorGetNext*` events (graph op, eager op, or the tf.data
-           DoCompute on its own thread) and host-to-device copies on a device;
-  compute  op execution: on a device, its op lines; on CPU-only runs, the TF ops (graph or
-           eager) on every non-tf.data thread, minus per-call pipeline building ops;
-  the rest of the step is host overhead (Python, eager dispatch, tf.function tracing,
-           building tf.data iterators, kernel launches).
-Inside a step, input wins over compute where both cover the same instant (XProf's priority
-too). Idle is the gap between one step's end and the next one's start (callbacks, Python
-between calls). Fractions are of the total wall time of steps plus the gaps between them.
+Method. Each step is a time window [start, end). Events are merged into disjoint intervals
+(so parallel threads and streams never count twice), and each instant of a step goes to one
+part, by priority as in XProf:
+  CPU-only runs: input (waiting in `IteratorGetNext*`) over compute (the TF ops, graph or
+    eager, on every non-tf.data thread, minus per-call pipeline building ops); the rest of the
+    step is host overhead (Python, eager dispatch, tf.function tracing, building iterators).
+  Runs with a device, seen from the device, which is what the step waits for: compute (kernels
+    and the step's device-to-host or device-to-device copies) over input (host-to-device
+    copies); the rest is host overhead: the device idle, waiting for the host. Only device work
+    the step itself launched counts (see device_link). While the device idles, what the host
+    does is kept too: the time it waits for input data explains much device idle time.
+Idle is the gap between one step's end and the next one's start (callbacks, Python between
+calls). Fractions are of the total wall time of steps plus the gaps between them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tftrace.analysis.device_link import DeviceWork
 from tftrace.analysis.intervals import covered, merge
 from tftrace.analysis.steps import Steps
 from tftrace.names import Op
@@ -45,6 +48,9 @@ class Timeline:
     overhead: np.ndarray
     idle: np.ndarray
     busy: tuple[np.ndarray, np.ndarray]  # merged intervals of input and compute events
+    device_busy: np.ndarray | None = None  # per step, on device runs: kernels and copies
+    copies: np.ndarray | None = None  # per step: device copies (either direction)
+    input_wait: np.ndarray | None = None  # per step: the host waits for input while the device idles
 
     @property
     def wall_ps(self) -> int:
@@ -97,18 +103,55 @@ def spans(events, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return start, start + events["dur_ps"].to_numpy()[idx]
 
 
-def timeline(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray]) -> Timeline:
+def timeline(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
+             work: DeviceWork | None = None) -> Timeline:
     ev = trace.events
     start = np.asarray(steps.starts, np.int64)
     end = np.asarray(steps.ends, np.int64)
     is_input, is_compute = classes
     inp_merged = merge(*spans(ev, is_input))
-    inp = covered(*inp_merged, start, end)
     s, e = spans(ev, is_compute)
     busy_merged = merge(np.concatenate([inp_merged[0], s]), np.concatenate([inp_merged[1], e]))
-    busy = covered(*busy_merged, start, end)
     dur = end - start
     idle = np.zeros(len(start), np.int64)
     if len(start) > 1:
-        idle[1:] = np.maximum(start[1:] - end[:-1], 0)
+        idle[1:] = np.maximum(start[1:] - np.maximum.accumulate(end)[:-1], 0)
+    if work is not None and work.how != "none":
+        return _device_timeline(trace, start, end, idle, work, inp_merged, busy_merged)
+    inp = covered(*inp_merged, start, end)
+    busy = covered(*busy_merged, start, end)
     return Timeline(start, dur, inp, busy - inp, np.maximum(dur - busy, 0), idle, busy_merged)
+
+
+def _device_timeline(trace: Trace, start, end, idle, work: DeviceWork, host_wait, busy_merged) -> Timeline:
+    """Per step, from the device work the step launched (clipped to the step)."""
+    ev = trace.events
+    names = ev["name"].to_numpy()[work.rows]
+    kind = np.zeros(len(trace.names) + 1, np.int8)  # 0 kernel, 1 copy into the device, 2 other copy
+    for code, op in trace.ops.items():
+        if _is_copy(op.type):
+            kind[code] = 1 if op.type.lower().startswith(_H2D) else 2
+    kinds = kind[names]
+    s_all = ev["start_ps"].to_numpy()[work.rows]
+    e_all = s_all + ev["dur_ps"].to_numpy()[work.rows]
+    n = len(start)
+    compute, dev_busy, copies, wait = (np.zeros(n, np.int64) for _ in range(4))
+    order = np.argsort(work.step, kind="stable")
+    bounds = np.searchsorted(work.step[order], np.arange(n + 1))
+    for i in range(n):
+        sel = order[bounds[i]:bounds[i + 1]]
+        lo, hi = np.array([start[i]]), np.array([end[i]])
+        s_i, e_i, k_i = s_all[sel], e_all[sel], kinds[sel]
+        compute[i] = covered(*merge(s_i[k_i != 1], e_i[k_i != 1]), lo, hi)[0]
+        device = merge(s_i, e_i)
+        dev_busy[i] = covered(*device, lo, hi)[0]
+        copies[i] = covered(*merge(s_i[k_i > 0], e_i[k_i > 0]), lo, hi)[0]
+        both = merge(np.concatenate([device[0], host_wait[0]]), np.concatenate([device[1], host_wait[1]]))
+        wait[i] = covered(*both, lo, hi)[0] - dev_busy[i]
+    dur = end - start
+    return Timeline(start, dur, dev_busy - compute, compute, dur - dev_busy, idle, busy_merged,
+                    dev_busy, copies, wait)
+
+
+def _is_copy(op_type: str) -> bool:
+    return op_type.lower().startswith(("memcpy", "memset", "copy"))

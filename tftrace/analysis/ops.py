@@ -22,7 +22,7 @@ class OpRow:
     device: str  # "host", or the device kind ("GPU", "TPU") whose planes ran it
     count: int
     self_ps: int
-    share: float  # of all op self time on the same side (host or device)
+    share: float  # of all op self time, host and device together (OpStats.total_ps)
     eager: bool = False
 
 
@@ -43,13 +43,22 @@ class CategoryRow:
 
 @dataclass(frozen=True)
 class OpStats:
-    """All ops ranked by self time, and their totals per layer and per category."""
+    """Ops ranked by self time, and their totals per layer and per category.
+
+    Op shares are of all op self time (host and device); layer and category shares are of the
+    main side's op time: the device's where there is one (what the step waits for), else the host's.
+    """
 
     ops: tuple[OpRow, ...]
     layers: tuple[LayerRow, ...]
     categories: tuple[CategoryRow, ...]
     host_self_ps: int
     device_self_ps: int
+    model_op: OpRow | None = None  # the main side's top op outside the input pipeline
+
+    @property
+    def main_side(self) -> str:
+        return "device" if self.device_self_ps else "host"
 
 
 def op_table(trace: Trace, eager_layer: np.ndarray | None = None, eager_names: list[str] | None = None) -> pd.DataFrame:
@@ -97,27 +106,35 @@ def _device_kind(trace: Trace) -> str:
     return "/".join(kinds) or "device"
 
 
-def op_stats(trace: Trace, table: pd.DataFrame | None = None, top: int | None = None) -> OpStats:
-    """Ops, layers and categories ranked by self time (ties by name); `top` cuts each list."""
+SIDES = ("all", "host", "device")
+
+
+def op_stats(trace: Trace, table: pd.DataFrame | None = None, top: int | None = None,
+             side: str = "all") -> OpStats:
+    """Ops, layers and categories ranked by self time (ties by name); `top` cuts each list;
+    `side` keeps only host or only device ops in the op list (shares keep one total)."""
     table = op_table(trace) if table is None else table
-    on_dev = table["device"] != "host"
+    on_dev = (table["device"] != "host").to_numpy()
     host_total = int(table.loc[~on_dev, "self_ps"].sum())
     dev_total = int(table.loc[on_dev, "self_ps"].sum())
-    side_total = np.where(on_dev, dev_total, host_total)
-    share = np.divide(table["self_ps"].to_numpy(np.float64), side_total,
-                      out=np.zeros(len(table)), where=side_total > 0)
+    share = table["self_ps"].to_numpy(np.float64) / max(host_total + dev_total, 1)
     table = table.assign(share=share, on_dev=on_dev).sort_values(["self_ps", "name"], ascending=[False, True])
-    ops = tuple(OpRow(r.name, r.type, r.category, r.layer, r.phase, r.device, int(r.count),
-                      int(r.self_ps), round(float(r.share), 6), bool(r.eager))
-                for r in (table if top is None else table.head(top)).itertuples(index=False))
-    # Layer and category shares are of one side's op time: the device where there is one.
     main = table[table["on_dev"]] if dev_total else table
+    listed = table if side == "all" else table[table["on_dev"] == (side == "device")]
+    ops = tuple(_row(r) for r in (listed if top is None else listed.head(top)).itertuples(index=False))
+    model = main[main["category"] != "input"].head(1)
     main_total = dev_total or host_total
     params = trace.sidecar.get("layer_params", {})
     layers = tuple(LayerRow(k, v, _share(v, main_total), int(params.get(k, -1)))
                    for k, v in _ranked(main[main["layer"] != ""], "layer", top))
     cats = tuple(CategoryRow(k, v, _share(v, main_total)) for k, v in _ranked(main, "category", top))
-    return OpStats(ops, layers, cats, host_total, dev_total)
+    return OpStats(ops, layers, cats, host_total, dev_total,
+                   next((_row(r) for r in model.itertuples(index=False)), None))
+
+
+def _row(r) -> OpRow:
+    return OpRow(r.name, r.type, r.category, r.layer, r.phase, r.device, int(r.count), int(r.self_ps),
+                 round(float(r.share), 6), bool(r.eager))
 
 
 def _ranked(table: pd.DataFrame, key: str, top: int | None) -> list[tuple[str, int]]:

@@ -1,5 +1,11 @@
-"""What host overhead inside steps is made of: per-call tf.data pipeline building,
-tf.function tracing, eager op dispatch, and the Python/framework time left over."""
+"""What host overhead inside steps is made of: per-call tf.data pipeline building, tf.function
+tracing, eager op dispatch, your named regions, and the Python/framework time left over.
+
+Building a pipeline is a phase, not only its ops: between `RangeDataset`, `MapDataset`...
+`MakeIterator` runs tf.data's and Keras' own Python, and the dataset functions are traced. On
+the main thread, a phase runs from the first to the last pipeline event (a pipeline op or a
+trace) that no step-function call or input wait separates; the whole phase is per-call work.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ import numpy as np
 
 from tftrace.analysis.breakdown import is_pipeline_op, spans
 from tftrace.analysis.intervals import covered, merge
-from tftrace.analysis.steps import Steps
+from tftrace.analysis.steps import STEP_FUNCTIONS, Steps
 from tftrace.events import Trace
 
 _TRACING = ("tf.function-graph_building", "TraceFunction", "tf.function-tracing")
@@ -18,13 +24,14 @@ _TRACING = ("tf.function-graph_building", "TraceFunction", "tf.function-tracing"
 
 @dataclass(frozen=True)
 class Overhead:
-    pipeline_ps: int  # building tf.data datasets and iterators inside steps (per-call predict)
-    pipeline_ops: tuple[tuple[str, int], ...]  # (op type, total ms-worthy ps), largest first
-    tracing_ps: int  # tf.function tracing (graph building) inside steps
+    pipeline_ps: int  # phases building tf.data datasets and iterators inside steps (per-call predict)
+    pipeline_ops: tuple[tuple[str, int], ...]  # (op type, total self ps), largest first
+    tracing_ps: int  # tf.function tracing inside steps, outside pipeline-building phases
     traced: tuple[tuple[str, int], ...]  # functions traced inside the window, with counts
     eager_ps: int  # eager op execution (compute, but dispatched op by op)
     eager_count: int
     regions: tuple[tuple[str, int], ...] = ()  # tftrace.region() names: step time beyond ops and input
+    pipeline_tracing_ps: int = 0  # tracing the pipeline's own functions, inside its phases
 
 
 def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
@@ -37,9 +44,8 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
     known = is_input | is_compute
     base = covered(*busy, start, end).sum()
 
-    def extra(mask):
-        """Step time `mask`'s events cover beyond input and compute."""
-        s, e = spans(ev, mask & ~known)
+    def extra(s, e):
+        """Step time the intervals [s, e) cover beyond input and compute."""
         if len(s) == 0:
             return 0
         both = merge(np.concatenate([busy[0], s]), np.concatenate([busy[1], e]))
@@ -48,20 +54,46 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
     pipe = trace.named(c for c, op in trace.ops.items() if is_pipeline_op(op))
     tracing = trace.named(trace.codes(_TRACING))
     in_steps = _inside(ev["start_ps"].to_numpy(), start, end)
+    phases = _phases(trace, (pipe | tracing) & in_steps, is_input, start, end)
+    in_phase = _inside(ev["start_ps"].to_numpy(), *phases)
     eager = trace.named(c for c, op in trace.ops.items() if op.kind == "eager") & is_compute & in_steps
     self_ps = ev["self_ps"].to_numpy()
     names = ev["name"].to_numpy()
     pipe_in_steps = np.flatnonzero(pipe & in_steps)
-    regions = [(r, extra(trace.named(trace.codes([r])))) for r in trace.sidecar.get("regions", [])]
+    regions = [(r, extra(*spans(ev, trace.named(trace.codes([r])) & ~known))) for r in trace.sidecar.get("regions", [])]
     return Overhead(
-        pipeline_ps=extra(pipe), pipeline_ops=_by_type(trace, names[pipe_in_steps], self_ps[pipe_in_steps]),
-        tracing_ps=extra(tracing), traced=_traced(trace, in_steps),
+        pipeline_ps=extra(*phases), pipeline_ops=_by_type(trace, names[pipe_in_steps], self_ps[pipe_in_steps]),
+        tracing_ps=extra(*spans(ev, tracing & ~known & ~in_phase)), traced=_traced(trace, in_steps),
         eager_ps=int(self_ps[eager].sum()), eager_count=int(eager.sum()),
         regions=tuple(sorted(((r, ps) for r, ps in regions if ps > 0), key=lambda kv: (-kv[1], kv[0]))),
+        pipeline_tracing_ps=extra(*spans(ev, tracing & in_phase & ~known)),
     )
 
 
+def _phases(trace: Trace, mask: np.ndarray, is_input: np.ndarray, start: np.ndarray,
+            end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pipeline-building phases on the main thread: per step, the span of the pipeline events
+    between two anchors (step-function calls and input waits), which end a phase."""
+    ev = trace.events
+    main = trace.on_lines(lambda ln: ln.role == "python")
+    rows = np.flatnonzero(mask & main)
+    if len(rows) == 0 or len(start) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    anchors = np.sort(ev["start_ps"].to_numpy()[(trace.named(trace.codes(STEP_FUNCTIONS)) | is_input) & main])
+    s = ev["start_ps"].to_numpy()[rows]
+    e = s + ev["dur_ps"].to_numpy()[rows]
+    step = np.searchsorted(start, s, side="right") - 1
+    key = step * (len(anchors) + 1) + np.searchsorted(anchors, s, side="right")
+    order = np.argsort(key, kind="stable")
+    key, s, e = key[order], s[order], e[order]
+    first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    lo = np.minimum.reduceat(s, first)
+    hi = np.maximum.reduceat(e, first)
+    return merge(lo, hi)
+
+
 def _inside(s: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per time: does it fall in one of the windows [start, end) (sorted by start, disjoint)?"""
     if len(start) == 0:
         return np.zeros(len(s), bool)
     i = np.searchsorted(start, s, side="right") - 1

@@ -8,15 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tftrace.analysis.iterations import grow_calls
 from tftrace.events import Trace
 
 # tf.function names Keras runs once per step (or per `steps_per_execution` steps).
 STEP_FUNCTIONS = ("multi_step_on_iterator", "one_step_on_iterator", "one_step_on_data_distributed",
                   "one_step_on_data", "train_function", "test_function", "predict_function",
                   "distributed_train_function", "run_step")
-_MODES = {"train": "train", "test": "evaluate", "eval": "evaluate", "evaluate": "evaluate",
-          "predict": "predict", "infer": "predict", "inference": "predict"}
-_SIDECAR_MODES = {"fit": "train", "evaluate": "evaluate", "predict": "predict"}
 # Runtime events TensorFlow marks as roots itself; they are function calls, not user steps.
 _IMPLICIT_ROOTS = ("FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process")
 
@@ -111,7 +109,7 @@ def _keras3_batches(trace: Trace) -> Steps | None:
 
 def _step_functions(trace: Trace) -> Steps | None:
     """Keras runs each step as one tf.function call on the Python thread; take the most
-    frequent step function there."""
+    frequent step function there, and grow each call into the iteration it serves."""
     ev = trace.events
     mask = trace.on_lines(lambda ln: ln.role == "python") & trace.named(trace.codes(STEP_FUNCTIONS))
     if not mask.any():
@@ -119,22 +117,41 @@ def _step_functions(trace: Trace) -> Steps | None:
     counts = Counter(ev["name"].to_numpy()[mask].tolist())
     best = max(counts, key=lambda c: (counts[c], -c))
     mask &= ev["name"].to_numpy() == best
-    note = ("no step markers in this trace; each call of the step function is one step"
+    calls = _from_rows(trace, mask, "", "function")
+    start, end = grow_calls(trace, np.asarray(calls.starts, np.int64), np.asarray(calls.ends, np.int64))
+    note = ("no step markers in this trace: each call of the step function, with the framework work it "
+            "needs around it (input pipeline, tracing, per-call setup), is one step; the time between calls "
+            "in which TensorFlow records nothing is idle"
             + ("" if trace.names[best] != "multi_step_on_iterator" else
                " (with steps_per_execution > 1, one call runs several steps)"))
-    return _from_rows(trace, mask, f"function '{trace.names[best]}'", "function", note)
+    return Steps(f"function '{trace.names[best]}'", "function", tuple(start.tolist()),
+                 tuple(end.tolist()), calls.numbers, calls.names, note)
 
 
 def _device_steps(trace: Trace) -> Steps | None:
+    """A device's step line (TF 2.x GPU traces). With several devices, a step lasts as long as
+    its longest span on any of them: the slowest replica sets the step time, as in XProf."""
     ev = trace.events
     lines = [i for i, ln in enumerate(trace.lines) if ln.on_device and ln.name == "Steps"]
     if not lines:
         return None
-    first = lines[0]  # one device's step line: the others repeat the same steps
-    mask = (ev["line"] == first).to_numpy()
-    if not mask.any():
+    sel = ev[np.isin(ev["line"].to_numpy(), lines)]
+    if sel.empty:
         return None
-    return _from_rows(trace, mask, f"device step line ({trace.lines[first].plane})", "device")
+    names = [trace.names[c] for c in sel["name"].to_numpy()]
+    start = sel["start_ps"].to_numpy()
+    end = start + sel["dur_ps"].to_numpy()
+    longest: dict[str, tuple[int, int]] = {}
+    for name, s, e in zip(names, start.tolist(), end.tolist()):
+        if name not in longest or e - s > longest[name][1] - longest[name][0]:
+            longest[name] = (s, e)
+    order = sorted(longest, key=lambda n: longest[n])
+    numbers = tuple(int(n) if n.isdigit() else i for i, n in enumerate(order))
+    planes = sorted({trace.lines[i].plane for i in lines})
+    note = (f"each step is its longest span on the {len(planes)} devices' step lines (the slowest replica sets "
+            "the step time, as in XProf)") if len(planes) > 1 else ""
+    return Steps(f"device step line ({', '.join(planes)})", "device", tuple(longest[n][0] for n in order),
+                 tuple(longest[n][1] for n in order), numbers, tuple(order), note)
 
 
 def _device_modules(trace: Trace) -> Steps | None:
@@ -170,13 +187,3 @@ def _window(trace: Trace) -> Steps | None:
     note = ("no step markers or step functions found: the whole captured window is measured as one step; "
             "mark steps with tftrace.step() or capture with TraceCallback for per-step numbers")
     return Steps("window (no step markers)", "window", (start,), (end,), (0,), ("window",), note)
-
-
-def run_mode(trace: Trace, steps: Steps) -> str:
-    """train | evaluate | predict | mixed | unknown, from step markers or the capture sidecar."""
-    modes = {_MODES[n.lower()] for n in steps.names if n.lower() in _MODES}
-    if len(modes) > 1:
-        return "mixed"
-    if modes:
-        return modes.pop()
-    return _SIDECAR_MODES.get(str(trace.sidecar.get("mode", "")), "unknown")

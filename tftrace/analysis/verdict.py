@@ -13,18 +13,28 @@ _TEXT = {
     "compute": "op execution takes {compute:.0%} of step time; the ops below are where time goes",
     "host_overhead": "host overhead (Python, framework dispatch, per-call setup) takes {host_overhead:.0%} of "
                      "step time, while the model's ops take {compute:.0%}; a lighter model will barely help",
-    "idle": "{idle:.0%} of the time passes between steps (callbacks, Python between calls)",
+    "idle": "{idle:.0%} of the time passes between steps, outside TensorFlow (Keras' loop and callbacks, or your "
+            "Python between calls)",
+}
+# With a device, parts are seen from the device: compute is the device busy, host overhead the
+# device idle while the host works, input the copies into the device.
+_DEVICE_TEXT = {
+    "compute": "the device is busy {compute:.0%} of step time; the ops below are where its time goes",
+    "host_overhead": "the device is idle {host_overhead:.0%} of step time, waiting for the host (launches, Python, "
+                     "input), while its ops take {compute:.0%}; a lighter model will barely help",
+    "input": "copying input into the device takes {input:.0%} of step time",
 }
 
 
-def verdict(b: Breakdown, measured: bool) -> Verdict:
+def verdict(b: Breakdown, measured: bool, device: bool = False) -> Verdict:
     if not measured:
         return Verdict("unknown", "no step time could be measured in this trace")
     parts = {"input": b.input, "compute": b.compute, "host_overhead": b.host_overhead, "idle": b.idle}
+    texts = {**_TEXT, **_DEVICE_TEXT} if device else _TEXT
     if b.input >= HIGHLY_INPUT:
-        return Verdict("input", "Highly input-bound: " + _TEXT["input"].format(**parts) + ".")
+        return Verdict("input", "Highly input-bound: " + texts["input"].format(**parts) + ".")
     bound = max(parts, key=lambda k: (parts[k], k))
-    text = _TEXT[bound].format(**parts)
+    text = texts[bound].format(**parts)
     prefix = {"input": "Input-bound", "compute": "Compute-bound", "host_overhead": "Host-overhead-bound",
               "idle": "Idle-bound"}[bound]
     if b.input >= MODERATELY_INPUT and bound != "input":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tftrace.render.fmt import PART_LABELS, ms, params, pct
+from tftrace.render.fmt import PART_LABELS, main_share_basis, ms, op_share_basis, params, pct, projection, where
 from tftrace.render.html_charts import (LAYER_COLOR, PART_COLORS, category_color, esc,
                                         hbar_chart, step_chart)
 from tftrace.render.html_style import CSS
@@ -53,7 +53,7 @@ def _header(run) -> str:
         return head
     st = run.steps
     facts = [("hosts", ", ".join(run.hosts) or "unknown"), ("devices", ", ".join(run.devices) or "host (CPU) only"),
-             ("mode", run.mode + (" · eager" if run.eager else ""))]
+             ("mode", run.mode + (" · eager" if run.eager else ""), *([f"from {run.mode_source}"] if run.mode_source else []))]
     if st.count:
         facts += [("steps", str(st.count), f"from {st.source}"), ("mean step", f"{ms(st.mean_ps)} ms"),
                   ("median step", f"{ms(st.median_ps)} ms")]
@@ -101,7 +101,8 @@ def _bottlenecks(items) -> str:
         cards.append(
             f'<li class="bottleneck"><div class="rank" style="background:{color}">{int(x.rank)}</div>'
             f'<div class="body"><div class="title-row"><h4>{esc(x.title)}</h4>'
-            f'<span class="share">{pct(x.share)} <small>of step time</small></span></div>'
+            f'<span class="share">{pct(x.share)} <small>of step time</small>'
+            + (f'<small class="gain">{esc(projection(x))}</small>' if projection(x) else "") + '</span></div>'
             f'<div class="meter"><span style="width:{min(x.share, 1) * 100:.2f}%;background:{color}"></span></div>'
             f'<p><span class="tag">evidence</span><span>{_rich(x.evidence)}</span></p>'
             f'<p><span class="tag fix">fix</span><span>{_rich(x.recommendation)}</span></p></div></li>')
@@ -115,16 +116,18 @@ def _charts(run) -> str:
                    + f'<div class="chart-box">{step_chart(run.steps.steps)}</div></div>')
     if run.ops:
         rows = [(o.name, o.self_ps, o.share, category_color(o.category), _op_title(o)) for o in run.ops]
-        out.append('<div class="card"><h3>Top ops by self time</h3>' + _category_keys(run)
+        out.append(f'<div class="card"><h3>Top ops by self time</h3><p class="muted">{esc(op_share_basis(run))}</p>'
+                   + _category_keys(run)
                    + f'<div class="chart-box">{hbar_chart("ops", rows, 1080, 440, numbered=True)}</div></div>')
     pair = []
     if run.layers:
         rows = [(r.layer, r.self_ps, r.share, LAYER_COLOR, r.layer) for r in run.layers]
-        pair.append(f'<div class="card"><h3>Layers by self time</h3>'
+        pair.append(f'<div class="card"><h3>Layers by self time</h3><p class="muted">{esc(main_share_basis(run))}</p>'
                     f'<div class="chart-box">{hbar_chart("layers", rows, 520, 170)}</div></div>')
     if run.categories:
         rows = [(r.category, r.self_ps, r.share, category_color(r.category), r.category) for r in run.categories]
         pair.append(f'<div class="card"><h3>Op categories by self time</h3>'
+                    f'<p class="muted">{esc(main_share_basis(run))}</p>'
                     f'<div class="chart-box">{hbar_chart("categories", rows, 520, 170)}</div></div>')
     if pair:
         out.append('<div class="pair">' + "".join(pair) + "</div>")
@@ -149,7 +152,7 @@ def _tables(run) -> str:
         out.append(_table("ops", "Ops in detail",
                           ["#", "op", "type", "category", "layer", "phase", "where", "count", "self ms", "share"],
                           [(i, _mono(o.name), esc(o.type), esc(o.category), _mono(o.layer), esc(o.phase),
-                            esc(o.device + (" (eager)" if o.eager else "")), esc(o.count), ms(o.self_ps),
+                            esc(where(o)), esc(o.count), ms(o.self_ps),
                             _share(o.share)) for i, o in enumerate(run.ops, 1)]))
     if run.layers:
         small.append(_table("layers", "Layers", ["layer", "self ms", "share", "params"],

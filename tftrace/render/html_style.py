@@ -60,6 +60,7 @@ ol.bottlenecks { list-style: none; padding: 0; margin: 0; }
 .title-row h4 { word-break: break-word; }
 .share { font-weight: 700; font-size: 15px; white-space: nowrap; }
 .share small { font-weight: 400; color: var(--muted); font-size: 12px; }
+.share small.gain { display: block; text-align: right; color: #188038; }
 .meter { height: 4px; background: #eef0f2; border-radius: 2px; margin: 6px 0 8px; overflow: hidden; }
 .meter span { display: block; height: 100%; }
 .bottleneck p { display: grid; grid-template-columns: 82px 1fr; margin: 4px 0; word-break: break-word; }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tftrace.render.fmt import PART_LABELS, ms, params, pct
+from tftrace.render.fmt import PART_LABELS, main_share_basis, ms, op_share_basis, params, pct, projection, where
 
 
 def _cell(text) -> str:
@@ -33,7 +33,8 @@ def _run(run) -> list[str]:
         return out + [f"Could not be read: {_cell(run.error)}", ""]
     st = run.steps
     out.append(f"- hosts: {_cell(', '.join(run.hosts))}; devices: {_cell(', '.join(run.devices) or 'host only')}; "
-               f"mode: {run.mode}{'; eager execution' if run.eager else ''}")
+               f"mode: {run.mode}{f' (from {_cell(run.mode_source)})' if run.mode_source else ''}"
+               f"{'; eager execution' if run.eager else ''}")
     if st.count:
         out.append(f"- steps: {st.count} (from {_cell(st.source)}), mean {ms(st.mean_ps)} ms, median {ms(st.median_ps)} ms")
     else:
@@ -49,20 +50,22 @@ def _run(run) -> list[str]:
     if run.bottlenecks:
         out += ["### Bottlenecks", ""]
         for x in run.bottlenecks:
-            out += [f"{x.rank}. **{_cell(x.title)}** ({pct(x.share)} of step time)  ",
+            gain = projection(x)
+            out += [f"{x.rank}. **{_cell(x.title)}** ({pct(x.share)} of step time{'; ' + gain if gain else ''})  ",
                     f"   Evidence: {_cell(x.evidence)}  ", f"   Fix: {_cell(x.recommendation)}"]
         out.append("")
     if run.ops:
-        out += ["### Top ops by self time", ""]
+        out += ["### Top ops by self time", "", f"Share: {op_share_basis(run)}.", ""]
         out += _table(["#", "op", "type", "category", "layer", "phase", "where", "count", "self ms", "share"],
-                      [(i, o.name, o.type, o.category, o.layer, o.phase, o.device + (" (eager)" if o.eager else ""),
+                      [(i, o.name, o.type, o.category, o.layer, o.phase, where(o),
                         o.count, ms(o.self_ps), pct(o.share)) for i, o in enumerate(run.ops, 1)])
     if run.layers:
-        out += ["### Layers", ""] + _table(["layer", "self ms", "share", "params"],
-                                           [(r.layer, ms(r.self_ps), pct(r.share), params(r.params)) for r in run.layers])
+        out += ["### Layers", "", f"Share: {main_share_basis(run)}.", ""]
+        out += _table(["layer", "self ms", "share", "params"],
+                      [(r.layer, ms(r.self_ps), pct(r.share), params(r.params)) for r in run.layers])
     if run.categories:
-        out += ["### Categories", ""] + _table(["category", "self ms", "share"],
-                                               [(r.category, ms(r.self_ps), pct(r.share)) for r in run.categories])
+        out += ["### Categories", "", f"Share: {main_share_basis(run)}.", ""]
+        out += _table(["category", "self ms", "share"], [(r.category, ms(r.self_ps), pct(r.share)) for r in run.categories])
     if run.input_pipeline.stages:
         out += ["### tf.data stages", ""] + _table(["stage", "self ms", "share"],
                                                    [(r.name, ms(r.self_ps), pct(r.share)) for r in run.input_pipeline.stages])

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import io
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 
-from tftrace.render.fmt import PART_LABELS, ms, params, pct
+from tftrace.render.fmt import PART_LABELS, main_share_basis, ms, op_share_basis, params, pct, projection, tail, where
+
+WIDTH = 100  # fits a standard terminal; table cells never wrap over two lines at this width
+_INDENT = 2
 
 
-def render_text(report, color: bool = False, width: int = 120, **_options) -> str:
+def render_text(report, color: bool = False, width: int = WIDTH, **_options) -> str:
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=color, color_system="auto" if color else None,
                       highlight=False, emoji=False)
@@ -28,7 +33,8 @@ def _run(console: Console, run) -> None:
         console.print(f"  [red]could not be read:[/red] {escape(run.error)}")
         return
     where = ", ".join(run.devices) or "host (CPU) only"
-    console.print(f"  hosts: {escape(', '.join(run.hosts))}   devices: {escape(where)}   mode: {run.mode}"
+    mode = run.mode + (f" (from {run.mode_source})" if run.mode_source else "")
+    console.print(f"  hosts: {escape(', '.join(run.hosts))}   devices: {escape(where)}   mode: {escape(mode)}"
                   + ("   [yellow]eager execution[/yellow]" if run.eager else ""))
     st = run.steps
     if st.count:
@@ -45,12 +51,12 @@ def _run(console: Console, run) -> None:
     if run.verdict.text:
         console.print(f"\n  [bold]Verdict ({run.verdict.bound}):[/bold] {escape(run.verdict.text)}")
     _bottlenecks(console, run.bottlenecks)
-    _ops(console, run.ops)
-    _simple(console, "Layers", ("layer", "self ms", "share", "params"),
+    _ops(console, run)
+    _simple(console, f"Layers ({main_share_basis(run)})", ("layer", "self ms", "share", "params"),
             [(r.layer, ms(r.self_ps), pct(r.share), params(r.params)) for r in run.layers])
-    _simple(console, "Categories", ("category", "self ms", "share"),
+    _simple(console, f"Categories ({main_share_basis(run)})", ("category", "self ms", "share"),
             [(r.category, ms(r.self_ps), pct(r.share)) for r in run.categories])
-    _simple(console, "tf.data stages", ("stage", "self ms", "share"),
+    _simple(console, "tf.data stages (share of the pipeline's self time)", ("stage", "self ms", "share"),
             [(r.name, ms(r.self_ps), pct(r.share)) for r in run.input_pipeline.stages])
     for note in run.notes:
         console.print(f"  [dim]note: {escape(note)}[/dim]")
@@ -61,34 +67,50 @@ def _bottlenecks(console: Console, items) -> None:
         return
     console.print("\n  [bold]Bottlenecks[/bold]")
     for b in items:
-        console.print(f"  {b.rank}. [bold]{escape(b.title)}[/bold] ({pct(b.share)} of step time)")
+        gain = projection(b)
+        console.print(f"  {b.rank}. [bold]{escape(b.title)}[/bold] ({pct(b.share)} of step time"
+                      + (f"; {gain})" if gain else ")"))
         console.print(f"     evidence: {escape(b.evidence)}")
         console.print(f"     fix: {escape(b.recommendation)}")
 
 
-def _ops(console: Console, ops) -> None:
-    if not ops:
+def _ops(console: Console, run) -> None:
+    if not run.ops:
         console.print("\n  No ops found in this trace.")
         return
-    table = Table(title="Top ops by self time", title_justify="left", show_edge=False, pad_edge=False)
-    for col, just in (("#", "right"), ("op", "left"), ("type", "left"), ("category", "left"),
-                      ("layer", "left"), ("phase", "left"), ("where", "left"), ("count", "right"),
-                      ("self ms", "right"), ("share", "right")):
-        table.add_column(col, justify=just, overflow="fold")
-    for i, o in enumerate(ops, 1):
-        table.add_row(str(i), escape(o.name), escape(o.type), o.category, escape(o.layer), o.phase,
-                      o.device + (" (eager)" if o.eager else ""), str(o.count), ms(o.self_ps), pct(o.share))
-    console.print()
-    console.print(table)
+    columns = [("#", "right", 3), ("op", "left", 0), ("type", "left", 12), ("category", "left", 11),
+               ("layer", "left", 12), ("where", "left", 5), ("count", "right", 6), ("self ms", "right", 7),
+               ("share", "right", 6)]
+    rows = [(str(i), o.name, o.type, o.category, o.layer, where(o), str(o.count), ms(o.self_ps), pct(o.share))
+            for i, o in enumerate(run.ops, 1)]
+    _print_table(console, f"Top ops by self time ({op_share_basis(run)}; phase and more in --format json/csv)",
+                 columns, rows)
 
 
 def _simple(console: Console, title: str, columns, rows) -> None:
     if not rows:
         return
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for i, col in enumerate(columns):
-        table.add_column(col, justify="left" if i == 0 else "right", overflow="fold")
+    spec = [(col, "left" if i == 0 else "right", 0 if i == 0 else 10) for i, col in enumerate(columns)]
+    _print_table(console, title, spec, [tuple(str(c) for c in row) for row in rows])
+
+
+def _print_table(console: Console, title: str, columns, rows) -> None:
+    """A heading, then the table, indented. The column whose limit is 0 takes the width the
+    others leave and at most two lines (long names keep their tail); every other cell keeps to
+    one line. Columns empty in every row are left out."""
+    keep = [i for i, (_c, _j, limit) in enumerate(columns) if limit == 0 or any(r[i] for r in rows)]
+    widths = {i: min(columns[i][2], max(len(columns[i][0]), *(len(r[i]) for r in rows))) for i in keep
+              if columns[i][2]}
+    free = [i for i in keep if not columns[i][2]]
+    rest = console.width - _INDENT - sum(widths.values()) - 2 * (len(keep) - 1)  # padding and divider
+    for i in free:
+        widths[i] = max(8, min(rest, max(len(columns[i][0]), *(len(r[i]) for r in rows))))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    for i in keep:
+        col, just, limit = columns[i]
+        table.add_column(col, justify=just, width=widths[i], no_wrap=bool(limit),
+                         overflow="ellipsis" if limit else "fold")
     for row in rows:
-        table.add_row(*(escape(str(c)) for c in row))
-    console.print()
-    console.print(table)
+        table.add_row(*(escape(row[i] if columns[i][2] else tail(row[i], 2 * widths[i])) for i in keep))
+    console.print(f"\n  [bold]{escape(title)}[/bold]")
+    console.print(Padding(table, (0, 0, 0, _INDENT), expand=False))

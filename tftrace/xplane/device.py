@@ -10,6 +10,7 @@ from tftrace.names import Op, parse_tf_op, strip_annotation
 from tftrace.xplane.stats import parsed_stats, stat_value
 
 _HLO_SUFFIX = re.compile(r"\.\d+\Z")
+_COPIES = ("kernel:Memcpy", "kernel:Memset")
 
 
 def device_label(md, stat_names) -> tuple[str, Op | None]:
@@ -30,15 +31,27 @@ def _kernel_type(kernel: str) -> str:
     return _HLO_SUFFIX.sub("", kernel.split("(")[0].split("<")[0].split()[-1] if kernel.split() else kernel)
 
 
-def device_names(builder, line, name, stat_names) -> np.ndarray:
-    """GPU kernels name the framework op that launched them in their own stats."""
+# Device event stats that link it to its launch and its step (stat name -> Trace stats column).
+_LINKS = {"correlation_id": "correlation", "group_id": "group_id"}
+
+
+def device_names(builder, line, name, stat_names) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """GPU kernels name the framework op that launched them in their own stats; they also carry
+    the correlation id of their launch and, in older traces, the step's group id."""
     out = name.copy()
+    links = {col: np.full(len(name), -1, np.int64) for col in _LINKS.values()}
+    copies = {c for c in np.unique(name).tolist() if builder.name_of(c).startswith(_COPIES)}
     for i in np.flatnonzero(line.has_stats).tolist():
         st = {stat_names.get(s.metadata_id): s for s in parsed_stats(line.event(i))}
-        label = _kernel_op(st, stat_names)
+        # A copy stays a copy (as XProf classifies it), whichever op's annotation it carries.
+        label = None if int(name[i]) in copies else _kernel_op(st, stat_names)
         if label is not None:
             out[i] = builder.intern(f"{label[0]}:{label[1]}", Op(label[0], label[1], "device"))
-    return out
+        for key, col in _LINKS.items():
+            value = stat_value(st[key], stat_names) if key in st else None
+            if isinstance(value, int) and value >= 0:
+                links[col][i] = value
+    return out, links
 
 
 def _kernel_op(st, stat_names) -> tuple[str, str] | None:

@@ -27,6 +27,11 @@ _NO_STATS = frozenset({
 # Step markers and tf.function calls are recorded on the threads that run user code, never on
 # TensorFlow's executor or tf.data threads: only these lines' stats are read.
 _MARKER_ROLES = ("python", "other")
+# Host calls that start device work (kernels, copies): their correlation_id links the device
+# event to its launch, and so to the step that launched it. Read on every host line.
+LAUNCH_PREFIXES = ("cuLaunch", "cudaLaunch", "cuGraphLaunch", "cudaGraphLaunch", "cuMemcpy", "cudaMemcpy",
+                   "cuMemset", "cudaMemset", "hipLaunch", "hipModuleLaunch", "hipExtModuleLaunch",
+                   "hipExtLaunch", "hipGraphLaunch", "hipMemcpy", "hipMemset")
 
 
 # Field numbers (xplane.proto): XSpace.planes, XSpace.hostnames, XPlane.lines.
@@ -77,8 +82,7 @@ def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder, progr
         line = decode_line(wire.padded_value(wf, p, LINE_PADDING))
         role = line_role(head.name, line.name)
         info = LineInfo(host, head.name, line.name or line.display_name, role)
-        _add_line(builder, info, line, names.keys, names.op_codes if role == "device_ops" else names.codes,
-                  names.want, names.stat_names)
+        _add_line(builder, info, line, names, names.op_codes if role == "device_ops" else names.codes)
         del line  # one line in memory at a time
         progress(p.end)
 
@@ -96,6 +100,7 @@ class _PlaneNames:
         self.codes = np.empty(n, np.int32)
         self.op_codes = np.empty(n, np.int32) if on_device else self.codes
         self.want = np.zeros(n, bool)
+        self.launch = np.zeros(n, bool)
         for i, k in enumerate(self.keys.tolist()):
             md = meta[k]
             # On a device, only events on its op lines are ops; derived lines repeat their time.
@@ -104,23 +109,24 @@ class _PlaneNames:
                 self.op_codes[i] = builder.intern(*device_label(md, self.stat_names))
             else:
                 self.want[i] = md.name not in _NO_STATS and builder.op_of(self.codes[i]) is None
+                self.launch[i] = md.name.startswith(LAUNCH_PREFIXES)
         self.codes[-1] = self.op_codes[-1] = builder.intern("(unknown event)")
 
 
-def _add_line(builder, info, line, keys, codes, want, stat_names) -> None:
+def _add_line(builder, info, line, names: "_PlaneNames", codes) -> None:
     n = len(line)
     if n == 0:
         builder.add_line(info, *(np.zeros(0, np.int64),) * 3)
         return
-    slot = _slots(keys, line.metadata_id)
+    slot = _slots(names.keys, line.metadata_id)
     name = codes[slot]
-    start = line.start_ps
     stats = None
     if info.role == "device_ops":
-        name = device_names(builder, line, name, stat_names)
-    elif info.role in _MARKER_ROLES:
-        stats = _event_stats(builder, line, np.flatnonzero(want[slot] & line.has_stats), stat_names, n)
-    builder.add_line(info, name, start, line.duration_ps, stats)
+        name, stats = device_names(builder, line, name, names.stat_names)
+    elif not info.on_device:
+        wanted = names.launch[slot] | (names.want[slot] if info.role in _MARKER_ROLES else False)
+        stats = _event_stats(builder, line, np.flatnonzero(wanted & line.has_stats), names.stat_names, n)
+    builder.add_line(info, name, line.start_ps, line.duration_ps, stats)
 
 
 def _slots(keys: np.ndarray, mid: np.ndarray) -> np.ndarray:

@@ -1,0 +1,70 @@
+"""What the run was doing (train, evaluate, predict), from step markers, the capture sidecar, the
+function names Keras 3 and tf.keras give their step functions, and the ops that ran."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from tftrace.analysis.steps import Steps
+from tftrace.events import Trace
+
+_MARKERS = {"train": "train", "test": "evaluate", "eval": "evaluate", "evaluate": "evaluate",
+            "predict": "predict", "infer": "predict", "inference": "predict",
+            "profiled batch": "train"}  # Keras 3's TensorBoard callback profiles training batches only
+_SIDECAR = {"fit": "train", "evaluate": "evaluate", "predict": "predict"}
+# Step functions whose name alone says the mode (tf.keras; Keras 3's predict).
+_NAMED = {"train_function": "train", "distributed_train_function": "train", "test_function": "evaluate",
+          "predict_function": "predict", "one_step_on_data_distributed": "predict", "multi_step_on_data": "predict"}
+# Keras 3 runs fit and evaluate through the same functions: the ops tell them apart.
+_SHARED = {"multi_step_on_iterator", "one_step_on_iterator", "one_step_on_data"}
+_MODEL_CATEGORIES = {"matmul", "convolution", "reduction", "elementwise", "activation", "normalization", "pooling"}
+
+
+class Mode(NamedTuple):
+    mode: str  # train | evaluate | predict | mixed | unknown
+    source: str  # how it was found, in words
+
+
+def run_mode(trace: Trace, steps: Steps, table: pd.DataFrame) -> Mode:
+    modes = {_MARKERS[n.lower()] for n in steps.names if n.lower() in _MARKERS} if steps.kind == "marker" else set()
+    if len(modes) > 1:
+        return Mode("mixed", "step markers")
+    if modes:
+        return Mode(modes.pop(), "step markers")
+    if str(trace.sidecar.get("mode", "")) in _SIDECAR:
+        return Mode(_SIDECAR[trace.sidecar["mode"]], "capture sidecar")
+    functions = _step_functions(trace)
+    named = {_NAMED[f] for f in functions if f in _NAMED}
+    if len(named) > 1:
+        return Mode("mixed", "Keras function names")
+    if named:
+        return Mode(named.pop(), "Keras function names")
+    by_ops = _from_ops(table)
+    if functions & _SHARED:  # fit or evaluate (Keras 3 predicts through other functions)
+        return Mode("train" if by_ops == "train" else "evaluate", "Keras function names and the ops inside them")
+    if by_ops:
+        return Mode(by_ops, "ops (a custom loop: no Keras step function)")
+    return Mode("unknown", "")
+
+
+def _step_functions(trace: Trace) -> set[str]:
+    codes = trace.codes(set(_NAMED) | _SHARED)
+    if not codes:
+        return set()
+    mask = trace.named(codes) & trace.on_lines(lambda ln: ln.role == "python")
+    return {trace.names[c] for c in np.unique(trace.events["name"].to_numpy()[mask]).tolist()}
+
+
+def _from_ops(table: pd.DataFrame) -> str:
+    """Gradients or optimizer updates mean training; a loss without them, evaluation; the
+    model's ops alone, inference."""
+    if table.empty:
+        return ""
+    if ((table["phase"] == "backward") | (table["category"] == "optimizer")).any():
+        return "train"
+    if (table["category"] == "loss").any():
+        return "evaluate"
+    return "predict" if table["category"].isin(_MODEL_CATEGORIES).any() else ""
