@@ -75,6 +75,16 @@ class TraceBuilder:
         self._stats.append(_sparse_stats(stats or {}, n, self._offset))
         self._offset += n
 
+    def mark(self) -> tuple[int, int, int]:
+        """A point to roll back to if the file being added turns out to be broken."""
+        return len(self._lines), self._offset, len(self.hosts)
+
+    def rollback(self, mark: tuple[int, int, int]) -> None:
+        """Forget the lines added since `mark` (names interned meanwhile stay, unused)."""
+        lines, offset, hosts = mark
+        del self._lines[lines:], self._chunks[lines:], self._stats[lines:], self.hosts[hosts:]
+        self._offset = offset
+
     def build(self) -> Trace:
         names = tuple(self._names)
         is_op = np.zeros(len(names) + 1, bool)

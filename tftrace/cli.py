@@ -144,6 +144,30 @@ def _write_tensorboard(logdir: str, report) -> None:
     typer.echo(f"tftrace: TensorBoard summaries in {where} (tftrace tensorboard {logdir})", err=True)
 
 
+@app.command()
+def capture(
+    addresses: str = typer.Argument(..., help="Profiler servers to capture, host:port[,host:port...] (one per worker)."),
+    logdir: str = typer.Argument(..., help="The logdir to write the run into (plugins/profile/<run>/)."),
+    duration_ms: int = typer.Option(2000, "--duration-ms", min=1, help="How long to trace, in milliseconds."),
+    python_tracer: bool = typer.Option(False, "--python-tracer", help="Also record Python function calls "
+                                       "(main thread only; slows the workers while tracing)."),
+) -> None:
+    """Capture running profiler servers at the same time into one run with a file per host.
+
+    Start a server in each worker first: tf.profiler.experimental.server.start(6009), or
+    TraceCallback(..., server_port=6009)."""
+    from tftrace.capture.remote import capture as run_capture, parse_addresses
+    from tftrace.errors import TftraceError
+    try:
+        result = run_capture(parse_addresses(addresses), logdir, duration_ms, python_tracer)
+    except TftraceError as e:
+        _fail(str(e))
+    for address, why in sorted(result.failed.items()):
+        typer.echo(f"tftrace: warning: {address}: {why}; captured the others", err=True)
+    typer.echo(f"captured {len(result.captured)} host(s) ({', '.join(result.captured)}) into {result.run_dir}")
+    typer.echo(f"next: tftrace analyze {result.run_dir}")
+
+
 @app.command("tensorboard")
 def tensorboard_cmd(
     logdir: str = typer.Argument(..., help="The logdir to show."),

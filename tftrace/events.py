@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -53,6 +54,7 @@ class Trace:
     hosts: tuple[str, ...]
     format: str  # xplane | trace_json
     sidecar: dict = field(default_factory=dict)
+    problems: tuple[str, ...] = ()  # host files of the run that could not be read (the others were)
 
     @property
     def devices(self) -> tuple[str, ...]:
@@ -68,6 +70,17 @@ class Trace:
         """Per event: does `keep(line_info)` hold for its line? (judged once per line)"""
         table = np.array([bool(keep(ln)) for ln in self.lines] + [False], bool)
         return table[self.events["line"].to_numpy()]
+
+    def of_host(self, host: str) -> "Trace":
+        """The events of one host's lines only (its threads and devices), as a Trace of its own."""
+        keep = self.on_lines(lambda ln: ln.host == host)
+        rows = np.flatnonzero(keep)
+        new_row = np.full(len(keep), -1, np.int64)
+        new_row[rows] = np.arange(len(rows))
+        stats = self.stats[keep[self.stats["event"].to_numpy()]]
+        stats = stats.assign(event=new_row[stats["event"].to_numpy()]).reset_index(drop=True)
+        events = self.events.iloc[rows].reset_index(drop=True)
+        return dataclasses.replace(self, events=events, stats=stats, hosts=(host,))
 
     def named(self, codes) -> np.ndarray:
         """Per event: is its name one of `codes`? (a table lookup: fast on millions of events)"""

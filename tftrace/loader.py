@@ -17,17 +17,29 @@ from tftrace.xplane.trace_json import add_trace_json, load_trace_json
 
 
 def load_run(run: Run, progress=None) -> Trace:
-    """Read every host file of a run; raises TraceReadError naming the first bad file.
+    """Read every host file of a run. A broken host file is left out and named in the Trace's
+    `problems`, the other hosts kept; if no file reads, raise TraceReadError naming the first.
     `progress(path, bytes_done, bytes_total)` hears how reading a large file goes."""
     fmt = "xplane" if any(f.endswith(".xplane.pb") for f in run.files) else "trace_json"
     builder = TraceBuilder(run.path, fmt)
+    problems: list[TraceReadError] = []
+    # Two processes on one machine write the same hostname into their XSpace: with several
+    # files, each file's name (`<host>.xplane.pb`, `127.0.0.1_6009.xplane.pb`) names its host.
+    by_file = len(run.files) > 1
     for path in run.files:
-        if path.endswith(".xplane.pb"):
-            read_xspace(path, builder, progress)
-        else:
-            add_trace_json(builder, load_trace_json(path), host_from_file(path))
+        mark = builder.mark()
+        try:
+            if path.endswith(".xplane.pb"):
+                read_xspace(path, builder, progress, host_from_file(path) if by_file else None)
+            else:
+                add_trace_json(builder, load_trace_json(path), host_from_file(path))
+        except TraceReadError as e:
+            builder.rollback(mark)
+            problems.append(e)
+    if len(problems) == len(run.files):
+        raise problems[0]
     trace = builder.build()
-    return dataclasses.replace(trace, sidecar=read_sidecar(run))
+    return dataclasses.replace(trace, sidecar=read_sidecar(run), problems=tuple(str(e) for e in problems))
 
 
 def read_sidecar(run: Run) -> dict:

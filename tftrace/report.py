@@ -10,7 +10,7 @@ from tftrace.analysis.ops import CategoryRow, LayerRow, OpRow
 from tftrace.errors import ReportError
 
 SCHEMA_VERSION = 1
-TABLES = ("ops", "layers", "categories", "stages", "steps")
+TABLES = ("ops", "layers", "categories", "stages", "steps", "hosts", "devices")
 BOUNDS = ("input", "compute", "host_overhead", "idle", "unknown")
 PARTS = ("input", "compute", "host_overhead", "idle")
 
@@ -81,6 +81,33 @@ class InputPipeline:
 
 
 @dataclass(frozen=True)
+class HostRow:
+    """One host of a run with several: its own steps and breakdown."""
+
+    host: str
+    steps: int
+    mean_ps: int
+    median_ps: int
+    breakdown: Breakdown
+    bound: str
+    collective_ps: int = 0  # per step: collective op self time (all-reduce...), waiting for peers
+
+
+@dataclass(frozen=True)
+class DeviceRow:
+    """One device (GPU, TPU chip) of a host: how busy it was between its first and last op."""
+
+    host: str
+    device: str
+    busy_ps: int  # time at least one of its streams runs an op or copy
+    span_ps: int  # from its first op to its last
+    busy: float  # busy_ps / span_ps
+    gaps: int  # idle gaps of at least IDLE_GAP_PS
+    idle_ps: int  # the total of those gaps
+    longest_gap_ps: int
+
+
+@dataclass(frozen=True)
 class RunReport:
     path: str
     name: str
@@ -100,6 +127,8 @@ class RunReport:
     notes: tuple[str, ...] = ()
     host_op_ps: int = 0  # all host op self time: with device_op_ps, the total op shares are of
     device_op_ps: int = 0  # all device op self time: the total layer and category shares are of, if any
+    per_host: tuple[HostRow, ...] = ()  # runs with several hosts: each host side by side
+    per_device: tuple[DeviceRow, ...] = ()  # hosts with devices: each device's busy time and idle gaps
     error: str = ""  # set when the run could not be read; the other parts are then empty
 
 
@@ -122,6 +151,9 @@ class Report:
                 record = {"run": run.name}
                 for f in dataclasses.fields(item):
                     value = getattr(item, f.name)
+                    if dataclasses.is_dataclass(value):  # a host's breakdown: its parts as columns
+                        record.update(dataclasses.asdict(value))
+                        continue
                     if f.name.endswith("_ps"):
                         record[f.name[:-3] + "_ms"] = round(value / 1e9, 6)
                     record[f.name] = value
@@ -154,6 +186,8 @@ def _table_items(run: RunReport, table: str) -> tuple:
         return run.input_pipeline.stages
     if table == "steps":
         return run.steps.steps
+    if table in ("hosts", "devices"):
+        return getattr(run, f"per_{table[:-1]}")
     return getattr(run, table)
 
 

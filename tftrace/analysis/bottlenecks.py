@@ -28,10 +28,12 @@ _CATEGORY_FIXES = {
 
 
 def bottlenecks(b: Breakdown, tl: Timeline, ov: Overhead, ops: OpStats, pipeline: InputPipeline,
-                mode: str, eager: bool, keras_loop: bool = False) -> tuple[Bottleneck, ...]:
+                mode: str, eager: bool, keras_loop: bool = False, straggler=None) -> tuple[Bottleneck, ...]:
     """`keras_loop`: steps are Keras' own (its step functions or markers), so the gaps between
-    them are Keras' loop and callbacks rather than the user's code."""
-    found = input_findings(b, tl, pipeline) + overhead_findings(b, tl, ov, mode, eager)
+    them are Keras' loop and callbacks rather than the user's code. `straggler`: the finding
+    about the slowest of several hosts, if one is."""
+    found = [straggler] if straggler else []
+    found += input_findings(b, tl, pipeline) + overhead_findings(b, tl, ov, mode, eager)
     found += idle_findings(b, tl, mode, keras_loop) + _compute(b, ops)
     found = [f for f in found if f[0] >= MIN_SHARE]
     found.sort(key=lambda f: (-f[0], f[1], f[2]))

@@ -13,6 +13,8 @@ from tftrace.analysis.input import input_pipeline
 from tftrace.analysis.ops import op_stats, op_table
 from tftrace.analysis.overhead import overhead
 from tftrace.analysis.device_link import DeviceWork, extend_to_device, link_device_work
+from tftrace.analysis.devices import device_rows
+from tftrace.analysis.hosts import HostView, host_rows, slowest, straggler
 from tftrace.analysis.mode import run_mode
 from tftrace.analysis.steps import Steps, find_steps
 from tftrace.analysis.verdict import verdict
@@ -27,27 +29,40 @@ _COMPUTE_CATEGORIES = {"matmul", "convolution", "reduction", "reshape", "element
 
 def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: str = "all") -> RunReport:
     """The full report of one run; `top` bounds the ranked op, layer and category lists; `ops`
-    lists all ops, or only host or only device ops."""
-    steps, work = _steps_with_device_work(trace)
+    lists all ops, or only host or only device ops. With several hosts, steps and the breakdown
+    are the slowest host's (it sets everyone's step time); ops add up over all hosts."""
+    classes = event_classes(trace)
+    views = [_host_view(trace.of_host(h)) for h in trace.hosts] if len(trace.hosts) > 1 else []
+    timed = trace.of_host(slowest(views).host) if views else trace
+    steps, work = _steps_with_device_work(timed)
+    timed_classes = event_classes(timed) if views else classes
     table = op_table(trace, *eager_layers(trace, steps.starts))
     stats = op_stats(trace, table, top, ops)
-    classes = event_classes(trace)
-    tl = timeline(trace, steps, classes, work)
-    ov = overhead(trace, steps, classes, tl.busy)
+    tl = timeline(timed, steps, timed_classes, work)
+    ov = overhead(timed, steps, timed_classes, tl.busy)
     parts = Breakdown(*(round(tl.fraction(p), 6) for p in (tl.input, tl.compute, tl.overhead, tl.idle)))
-    mode, mode_source = run_mode(trace, steps, table)
+    mode, mode_source = run_mode(timed, steps, table)
     eager = _is_eager(table)
     pipeline = input_pipeline(trace, top)
-    summary = _steps_summary(steps, tl)
-    notes = _notes(trace, steps, eager)
+    found = bottlenecks(parts, tl, ov, stats, pipeline, mode, eager, _keras_loop(steps, mode), straggler(views))
     return RunReport(
         path=trace.path, name=name, hosts=trace.hosts, devices=trace.devices, mode=mode, mode_source=mode_source,
-        eager=eager,
-        steps=summary, breakdown=parts, verdict=verdict(parts, tl.wall_ps > 0, tl.device_busy is not None),
-        bottlenecks=bottlenecks(parts, tl, ov, stats, pipeline, mode, eager, _keras_loop(steps, mode)),
-        ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline, notes=notes,
-        host_op_ps=stats.host_self_ps, device_op_ps=stats.device_self_ps,
+        eager=eager, steps=_steps_summary(steps, tl, timed.hosts[0] if views else ""), breakdown=parts,
+        verdict=verdict(parts, tl.wall_ps > 0, tl.device_busy is not None), bottlenecks=found,
+        ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
+        notes=_notes(trace, steps, eager), host_op_ps=stats.host_self_ps, device_op_ps=stats.device_self_ps,
+        per_host=host_rows(views), per_device=device_rows(trace),
     )
+
+
+def _host_view(trace: Trace) -> HostView:
+    """One host's steps and breakdown (a host of a run with several)."""
+    steps, work = _steps_with_device_work(trace)
+    tl = timeline(trace, steps, event_classes(trace), work)
+    parts = Breakdown(*(round(tl.fraction(p), 6) for p in (tl.input, tl.compute, tl.overhead, tl.idle)))
+    table = op_table(trace)
+    collective = int(table.loc[table["category"] == "collective", "self_ps"].sum())
+    return HostView(trace.hosts[0], steps, tl, parts, verdict(parts, tl.wall_ps > 0).bound, collective)
 
 
 def _steps_with_device_work(trace: Trace) -> tuple[Steps, DeviceWork]:
@@ -77,15 +92,17 @@ def _is_eager(table) -> bool:
     return eager > 0 and eager >= int(model_ops.loc[~model_ops["eager"], "self_ps"].sum())
 
 
-def _steps_summary(steps, tl) -> StepsSummary:
+def _steps_summary(steps, tl, host: str = "") -> StepsSummary:
+    """`host`: with several hosts, the one whose steps these are (the slowest)."""
+    source = f"{steps.source} on host {host}, the slowest" if host else steps.source
     if steps.kind in ("none",) or not len(tl.dur):
-        return StepsSummary(0, steps.source, 0, 0, steps.note)
+        return StepsSummary(0, source, 0, 0, steps.note)
     zeros = np.zeros(len(tl.dur), np.int64)
     device = [x if x is not None else zeros for x in (tl.device_busy, tl.copies, tl.input_wait)]
     rows = tuple(StepRow(*map(int, values)) for values in
                  zip(steps.numbers, tl.start, tl.dur, tl.input, tl.compute, tl.overhead, tl.idle, *device))
     count = 0 if steps.kind == "window" else len(rows)
-    return StepsSummary(count, steps.source, int(tl.dur.mean()), int(np.median(tl.dur)), steps.note, rows)
+    return StepsSummary(count, source, int(tl.dur.mean()), int(np.median(tl.dur)), steps.note, rows)
 
 
 def _notes(trace: Trace, steps, eager: bool) -> tuple[str, ...]:
@@ -95,6 +112,10 @@ def _notes(trace: Trace, steps, eager: bool) -> tuple[str, ...]:
                      "XProf attributes none of this time to ops, tftrace does")
     if steps.kind == "marker" and steps.count == 1:
         notes.append("only one step was captured: step-to-step spread cannot be measured")
+    if len(trace.hosts) > 1:
+        notes.append(f"{len(trace.hosts)} hosts: steps and breakdown are the slowest host's (in synchronous "
+                     "training it sets every host's step time); ops add up over all hosts; see the hosts table")
+    notes += [f"left out, unreadable: {p}" for p in trace.problems]
     return tuple(notes)
 
 

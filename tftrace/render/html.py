@@ -148,6 +148,18 @@ def _category_keys(run) -> str:
 
 def _tables(run) -> str:
     out, small = [], []
+    if run.per_host:
+        out.append(_table("hosts", "Hosts: each host's own steps (the slowest sets the step time)",
+                          ["host", "steps", "mean ms", "input", "compute", "host overhead", "idle", "collectives ms",
+                           "bound"],
+                          [(_mono(h.host), esc(h.steps), ms(h.mean_ps), pct(h.breakdown.input),
+                            pct(h.breakdown.compute), pct(h.breakdown.host_overhead), pct(h.breakdown.idle),
+                            ms(h.collective_ps), esc(h.bound)) for h in run.per_host]))
+    if run.per_device:
+        out.append(_table("devices", "Devices: busy between their first and last op, idle gaps of 10 us or more",
+                          ["host", "device", "busy ms", "busy", "span ms", "gaps", "idle ms", "longest gap ms"],
+                          [(_mono(d.host), _mono(d.device), ms(d.busy_ps), _share(d.busy), ms(d.span_ps),
+                            esc(d.gaps), ms(d.idle_ps), ms(d.longest_gap_ps)) for d in run.per_device]))
     if run.ops:
         out.append(_table("ops", "Ops in detail",
                           ["#", "op", "type", "category", "layer", "phase", "where", "count", "self ms", "share"],

@@ -54,6 +54,18 @@ def _run(run) -> list[str]:
             out += [f"{x.rank}. **{_cell(x.title)}** ({pct(x.share)} of step time{'; ' + gain if gain else ''})  ",
                     f"   Evidence: {_cell(x.evidence)}  ", f"   Fix: {_cell(x.recommendation)}"]
         out.append("")
+    if run.per_host:
+        out += ["### Hosts", "", "Each host's own steps; the slowest sets every host's step time.", ""]
+        out += _table(["host", "steps", "mean ms", "input", "compute", "host overhead", "idle", "collectives ms",
+                       "bound"],
+                      [(h.host, h.steps, ms(h.mean_ps), pct(h.breakdown.input), pct(h.breakdown.compute),
+                        pct(h.breakdown.host_overhead), pct(h.breakdown.idle), ms(h.collective_ps), h.bound)
+                       for h in run.per_host])
+    if run.per_device:
+        out += ["### Devices", "", "Busy between their first and last op; idle gaps of 10 us or more.", ""]
+        out += _table(["host", "device", "busy ms", "busy", "span ms", "gaps", "idle ms", "longest gap ms"],
+                      [(d.host, d.device, ms(d.busy_ps), pct(d.busy), ms(d.span_ps), d.gaps, ms(d.idle_ps),
+                        ms(d.longest_gap_ps)) for d in run.per_device])
     if run.ops:
         out += ["### Top ops by self time", "", f"Share: {op_share_basis(run)}.", ""]
         out += _table(["#", "op", "type", "category", "layer", "phase", "where", "count", "self ms", "share"],

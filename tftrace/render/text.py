@@ -51,6 +51,14 @@ def _run(console: Console, run) -> None:
     if run.verdict.text:
         console.print(f"\n  [bold]Verdict ({run.verdict.bound}):[/bold] {escape(run.verdict.text)}")
     _bottlenecks(console, run.bottlenecks)
+    _simple(console, "Hosts (each host's own steps; the slowest sets the step time)",
+            ("host", "steps", "mean ms", "input", "compute", "overhead", "idle", "coll. ms", "bound"),
+            [(h.host, h.steps, ms(h.mean_ps), pct(h.breakdown.input), pct(h.breakdown.compute),
+              pct(h.breakdown.host_overhead), pct(h.breakdown.idle), ms(h.collective_ps), h.bound) for h in run.per_host])
+    _simple(console, "Devices (busy between their first and last op; idle gaps of 10 us or more)",
+            ("device", "busy ms", "busy", "span ms", "gaps", "idle ms", "max gap ms"),
+            [(_device_name(run, d), ms(d.busy_ps), pct(d.busy), ms(d.span_ps), d.gaps, ms(d.idle_ps),
+              ms(d.longest_gap_ps)) for d in run.per_device])
     _ops(console, run)
     _simple(console, f"Layers ({main_share_basis(run)})", ("layer", "self ms", "share", "params"),
             [(r.layer, ms(r.self_ps), pct(r.share), params(r.params)) for r in run.layers])
@@ -60,6 +68,10 @@ def _run(console: Console, run) -> None:
             [(r.name, ms(r.self_ps), pct(r.share)) for r in run.input_pipeline.stages])
     for note in run.notes:
         console.print(f"  [dim]note: {escape(note)}[/dim]")
+
+
+def _device_name(run, d) -> str:
+    return f"{d.host} {d.device}" if len(run.hosts) > 1 else d.device
 
 
 def _bottlenecks(console: Console, items) -> None:

@@ -38,16 +38,17 @@ LAUNCH_PREFIXES = ("cuLaunch", "cudaLaunch", "cuGraphLaunch", "cudaGraphLaunch",
 _SPACE_PLANES, _SPACE_HOSTNAMES, _PLANE_LINES = 1, 4, 3
 
 
-def read_xspace(path: str, builder: TraceBuilder, progress=None) -> None:
+def read_xspace(path: str, builder: TraceBuilder, progress=None, host: str | None = None) -> None:
     """Add every timed line of every plane of one file to the builder, one line in memory at a
     time; raise TraceReadError naming the file and the problem. `progress(path, done, total)`,
-    if given, hears how many bytes are read after each line."""
+    if given, hears how many bytes are read after each line; `host` overrides the file's own
+    host name."""
     try:
         size = os.path.getsize(path)
         if size == 0:
             raise TraceReadError(f"{path}: empty file, not an XSpace trace")
         with open(path, "rb") as f:
-            _read_space(WireFile(f, size), path, builder, progress or _silent)
+            _read_space(WireFile(f, size), path, builder, progress or _silent, host)
     except OSError as e:
         raise TraceReadError(f"{path}: cannot read: {e.strerror or e}") from None
     except (WireError, DecodeError, RuntimeError):
@@ -58,13 +59,13 @@ def _silent(_path: str, _done: int, _total: int) -> None:
     pass
 
 
-def _read_space(wf: WireFile, path: str, builder: TraceBuilder, progress) -> None:
+def _read_space(wf: WireFile, path: str, builder: TraceBuilder, progress, host: str | None) -> None:
     top = list(fields(wf, 0, wf.size))
     planes = [fd for fd in top if fd.number == _SPACE_PLANES]
     if not planes:
         raise TraceReadError(f"{path}: parses, but holds no profiler planes (not an XSpace trace?)")
     names = XSpaceLazy.FromString(b"".join(wire.raw(wf, fd) for fd in top if fd.number == _SPACE_HOSTNAMES))
-    host = names.hostnames[0] if names.hostnames else os.path.basename(path).split(".xplane.pb")[0]
+    host = host or (names.hostnames[0] if names.hostnames else os.path.basename(path).split(".xplane.pb")[0])
     for fd in planes:
         _read_plane(wf, fd, host, builder, lambda done: progress(path, done, wf.size))
     progress(path, wf.size, wf.size)

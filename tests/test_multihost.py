@@ -1,0 +1,173 @@
+"""Several hosts in one run: `tftrace capture` from real worker processes, per-host reports, the
+straggler named with its reason, and hosts that are unreachable, die, or leave a broken file."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import BROKEN, ROOT, run_cli, sample_file
+from tbserver import free_port
+from tftrace.api import analyze
+
+pytest.importorskip("tensorflow")
+pytest.importorskip("xprof")
+
+# A worker: a small Keras model trained from a generator, with TensorFlow's profiler server on a
+# port. `delay` sleeps in the input pipeline (a slow disk).
+WORKER = r'''
+import os, sys, time
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+import numpy as np, keras, tensorflow as tf
+port, delay = int(sys.argv[1]), float(sys.argv[2])
+tf.profiler.experimental.server.start(port)
+x = np.random.default_rng(0).random((64, 8)).astype("float32")
+y = np.random.default_rng(1).integers(0, 3, 64)
+def batches():
+    while True:
+        for i in range(0, 64, 8):
+            time.sleep(delay)
+            yield x[i:i + 8], y[i:i + 8]
+spec = (tf.TensorSpec((None, 8)), tf.TensorSpec((None,), tf.int64))
+ds = tf.data.Dataset.from_generator(batches, output_signature=spec)
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(3)])
+model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+model.fit(ds, steps_per_epoch=20, epochs=1, verbose=0)  # warm up: tracing
+print("ready", flush=True)
+model.fit(ds, steps_per_epoch=100000, epochs=1, verbose=0)
+'''
+
+
+def _start(tmp_path, name: str, delay: float):
+    port = free_port()
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    log = open(tmp_path / f"{name}.log", "w")
+    proc = subprocess.Popen([sys.executable, str(script), str(port), str(delay)], stdout=log,
+                            stderr=subprocess.STDOUT, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    return proc, port, tmp_path / f"{name}.log"
+
+
+def _wait_ready(workers, timeout_s: float = 180):
+    deadline = time.monotonic() + timeout_s
+    for proc, _port, log in workers:
+        while "ready" not in log.read_text():
+            if proc.poll() is not None:
+                pytest.fail(f"worker exited early:\n{log.read_text()[-2000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail("workers did not start in time")
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    """Two workers (one with a slow input pipeline), a third that dies during the capture, and
+    an address where nothing listens, all captured by one `tftrace capture`."""
+    tmp = tmp_path_factory.mktemp("multihost")
+    workers = [_start(tmp, "fast", 0.0), _start(tmp, "slow", 0.015), _start(tmp, "dying", 0.0)]
+    try:
+        _wait_ready(workers)
+        addresses = ",".join(f"127.0.0.1:{port}" for _p, port, _l in workers) + f",127.0.0.1:{free_port()}"
+        cli = subprocess.Popen([sys.executable, "-m", "tftrace", "capture", addresses, str(tmp / "logs"),
+                                "--duration-ms", "2000"], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        workers[2][0].kill()  # a worker dies while it is being traced
+        out, err = cli.communicate(timeout=120)
+        proc = subprocess.CompletedProcess(cli.args, cli.returncode, out, err)
+    finally:
+        for p, _port, _log in workers:
+            p.kill()
+            p.wait()
+    return proc, tmp / "logs", [port for _p, port, _l in workers]
+
+
+def test_capture_writes_one_run_with_a_file_per_reachable_host(captured):
+    proc, logdir, (fast, slow, dying) = captured
+    assert proc.returncode == 0, proc.stderr
+    runs = os.listdir(logdir / "plugins" / "profile")
+    assert len(runs) == 1
+    files = sorted(os.listdir(logdir / "plugins" / "profile" / runs[0]))
+    assert files == sorted([f"127.0.0.1_{fast}.xplane.pb", f"127.0.0.1_{slow}.xplane.pb"])
+    warnings = proc.stderr.strip().splitlines()
+    assert len(warnings) == 2 and all(w.endswith("captured the others") for w in warnings)
+    assert any(f":{dying}: " in w and "no trace came back" in w for w in warnings)
+    assert any("unreachable" in w for w in warnings)
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_the_slow_worker_is_named_the_straggler_for_its_input(captured):
+    _proc, logdir, (fast, slow, _dying) = captured
+    run = analyze(str(logdir)).runs[0]
+    hosts = {h.host: h for h in run.per_host}
+    assert {f"127.0.0.1_{fast}", f"127.0.0.1_{slow}"} <= set(hosts)
+    assert hosts[f"127.0.0.1_{slow}"].mean_ps > 2 * hosts[f"127.0.0.1_{fast}"].mean_ps
+    assert all(h.steps >= 5 for h in (hosts[f"127.0.0.1_{fast}"], hosts[f"127.0.0.1_{slow}"]))
+    top = run.bottlenecks[0]
+    assert top.kind == "straggler" and f"127.0.0.1_{slow}" in top.title and "waiting for input" in top.title
+    assert run.steps.source.endswith(f"on host 127.0.0.1_{slow}, the slowest")
+
+
+def _two_machines(tmp_path) -> str:
+    run = tmp_path / "logs" / "plugins" / "profile" / "run"
+    run.mkdir(parents=True)
+    shutil.copy(sample_file("stock", "fit_tensorboard"), run / "worker-a.xplane.pb")
+    shutil.copy(sample_file("augment", "gap"), run / "worker-b.xplane.pb")
+    return str(tmp_path / "logs")
+
+
+def test_two_machines_files_are_reported_per_host_in_every_format(tmp_path):
+    logdir = _two_machines(tmp_path)
+    run = analyze(logdir).runs[0]
+    assert [h.host for h in run.per_host] == ["worker-a", "worker-b"]
+    straggler = [b for b in run.bottlenecks if b.kind == "straggler"]
+    assert straggler and "worker-b" in straggler[0].title
+    for fmt in ("text", "markdown", "html", "json"):
+        out = run_cli("analyze", logdir, "--format", fmt, "--no-tensorboard", check=True).stdout
+        assert "worker-a" in out and "worker-b" in out and "Straggler" in out, fmt
+    data = json.loads(run_cli("analyze", logdir, "--format", "json", "--no-tensorboard").stdout)["runs"][0]
+    assert {h["host"] for h in data["per_host"]} == {"worker-a", "worker-b"}
+    csv = run_cli("analyze", logdir, "--format", "csv", "--table", "hosts", "--no-tensorboard", check=True).stdout
+    assert csv.splitlines()[0].startswith("run,host,steps") and len(csv.splitlines()) == 3
+
+
+def test_a_broken_host_file_is_named_and_the_other_hosts_kept(tmp_path):
+    logdir = _two_machines(tmp_path)
+    run_dir = os.path.join(logdir, "plugins", "profile", "run")
+    shutil.copy(BROKEN, os.path.join(run_dir, "worker-c.xplane.pb"))
+    proc = run_cli("analyze", logdir, "--format", "json", "--no-tensorboard")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    data = json.loads(proc.stdout)["runs"][0]
+    assert data["hosts"] == ["worker-a", "worker-b"]
+    assert any("worker-c.xplane.pb" in n and "unreadable" in n for n in data["notes"])
+
+
+def test_capture_with_nothing_to_capture_or_a_bad_address_fails_in_one_line(tmp_path):
+    for args in ((f"127.0.0.1:{free_port()}",), ("not-an-address",), ("127.0.0.1:99999",)):
+        proc = run_cli("capture", *args, str(tmp_path / "logs"), "--duration-ms", "200")
+        assert proc.returncode == 2 and proc.stderr.startswith("tftrace: error:"), proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("source,devices", [
+    (("openxla__xprof", "xprof", "convert", "test_xplanes"), [f"/device:TPU:{i}" for i in range(4)]),
+    (("tensorflow__profiler",), ["/device:GPU:1", "/device:GPU:4", "/device:GPU:6"]),
+])
+def test_each_device_gets_its_busy_time_and_idle_gaps(source, devices):
+    from conftest import PUBLIC
+    run = analyze(os.path.join(PUBLIC, *source)).runs[0]
+    rows = {d.device: d for d in run.per_device}
+    assert sorted(rows) == devices
+    for d in rows.values():
+        assert 0 < d.busy_ps <= d.span_ps and d.busy == pytest.approx(d.busy_ps / d.span_ps, abs=1e-6)
+        assert d.idle_ps + d.busy_ps <= d.span_ps and d.longest_gap_ps <= d.idle_ps
+    if "TPU:0" in devices[0]:
+        assert all(d.busy > 0.8 for d in rows.values())  # the four chips run the same inference
+    else:
+        assert rows["/device:GPU:4"].busy_ps > 100 * rows["/device:GPU:1"].busy_ps  # GPU:1 only copies

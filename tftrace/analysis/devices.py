@@ -1,0 +1,32 @@
+"""Per device (GPU, TPU chip): how busy it was between its first and last op, and its idle gaps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tftrace.analysis.intervals import merge
+from tftrace.events import Trace
+from tftrace.report import DeviceRow
+
+IDLE_GAP_PS = 10_000_000  # 10 us: shorter pauses between kernels are launch latency, not idling
+
+
+def device_rows(trace: Trace) -> tuple[DeviceRow, ...]:
+    ev = trace.events
+    line = ev["line"].to_numpy()
+    out = []
+    devices = sorted({(ln.host, ln.plane) for ln in trace.lines if ln.role == "device_ops"})
+    for host, plane in devices:
+        ids = [i for i, ln in enumerate(trace.lines) if ln.role == "device_ops" and (ln.host, ln.plane) == (host, plane)]
+        rows = np.flatnonzero(np.isin(line, ids))
+        if len(rows) == 0:
+            continue
+        start = ev["start_ps"].to_numpy()[rows]
+        lo, hi = merge(start, start + ev["dur_ps"].to_numpy()[rows])
+        gaps = lo[1:] - hi[:-1]
+        idle = gaps[gaps >= IDLE_GAP_PS]
+        span = int(hi[-1] - lo[0])
+        busy = int((hi - lo).sum())
+        out.append(DeviceRow(host, plane, busy, span, round(busy / span, 6) if span else 0.0, len(idle),
+                             int(idle.sum()), int(idle.max()) if len(idle) else 0))
+    return tuple(out)

@@ -1,0 +1,107 @@
+"""Several hosts in one run: each host's steps and breakdown, steps aligned by their numbers
+where markers allow, and the straggler: the slowest host, which sets everyone's step time in
+synchronous training, with the part of its step that makes it slow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tftrace.analysis.breakdown import Timeline
+from tftrace.analysis.steps import Steps
+from tftrace.report import Breakdown, HostRow
+
+STRAGGLER_MIN = 0.05  # a host under 5% slower than the others is noise, not a straggler
+_PARTS = ("input", "compute", "collectives", "host_overhead", "idle")
+_LABELS = {"input": "waiting for input", "compute": "computing", "collectives": "waiting in collectives",
+           "host_overhead": "host overhead (Python, dispatch, launches)", "idle": "time between steps"}
+_FIXES = {
+    "input": "Its input pipeline is slower than the others': check its data source and disk or network, give its "
+             "tf.data pipeline more parallelism (`num_parallel_calls`, `prefetch`), and shard the data evenly.",
+    "compute": "It computes more or on slower hardware: check for uneven shards (batch size per worker), a "
+               "slower or shared machine, or a device running other work.",
+    "collectives": "It waits longest in collectives: a peer or the network is slow; check the interconnect and "
+                   "the other hosts' steps.",
+    "host_overhead": "Its host does more per step (Python, logging, launches) or is shared with other "
+                     "processes: check its CPU load and per-step Python work.",
+    "idle": "It spends longer between steps (callbacks, checkpointing, logging on this host only?): move that "
+            "work off the step path or to one chief worker.",
+}
+
+
+@dataclass(frozen=True)
+class HostView:
+    """One host's steps and timeline (internal to the analyses)."""
+
+    host: str
+    steps: Steps
+    tl: Timeline
+    parts: Breakdown
+    bound: str
+    collective_ps: int  # collective op self time in its steps, in total
+
+    @property
+    def wall_per_step(self) -> float:
+        return self.tl.wall_ps / max(len(self.tl.dur), 1)
+
+    def part_ms(self) -> dict[str, float]:
+        """Per step: each part of the step in ps, collectives split out of compute."""
+        per = self.wall_per_step
+        coll = min(self.collective_ps / max(len(self.tl.dur), 1), self.parts.compute * per)
+        return {"input": self.parts.input * per, "compute": self.parts.compute * per - coll, "collectives": coll,
+                "host_overhead": self.parts.host_overhead * per, "idle": self.parts.idle * per}
+
+
+def host_rows(views: list[HostView]) -> tuple[HostRow, ...]:
+    return tuple(HostRow(v.host, v.steps.count, int(v.tl.dur.mean()) if len(v.tl.dur) else 0,
+                         int(np.median(v.tl.dur)) if len(v.tl.dur) else 0, v.parts, v.bound,
+                         round(v.collective_ps / max(len(v.tl.dur), 1)))
+                 for v in views)
+
+
+def slowest(views: list[HostView]) -> HostView:
+    return max(views, key=lambda v: (_per_step(v, _common(views)), v.host))
+
+
+def _common(views: list[HostView]) -> set[int]:
+    """Step numbers every host measured, when steps are numbered by markers on all of them."""
+    if any(v.steps.kind != "marker" for v in views):
+        return set()
+    common = set(views[0].steps.numbers)
+    for v in views[1:]:
+        common &= set(v.steps.numbers)
+    return common
+
+
+def _per_step(v: HostView, common: set[int]) -> float:
+    """Mean step time (with the gap after it) over the steps all hosts share, else all steps."""
+    if common:
+        keep = np.isin(np.asarray(v.steps.numbers), list(common))
+        return float((v.tl.dur[keep] + v.tl.idle[keep]).mean())
+    return v.wall_per_step
+
+
+def straggler(views: list[HostView]):
+    """(share, kind, title, evidence, fix) for the slowest host, or None when no host is
+    clearly slower than the median of the others."""
+    if len(views) < 2:
+        return None
+    common = _common(views)
+    worst = slowest(views)
+    others = [v for v in views if v is not worst]
+    mine, theirs = _per_step(worst, common), float(np.median([_per_step(v, common) for v in others]))
+    if theirs <= 0 or mine < (1 + STRAGGLER_MIN) * theirs:
+        return None
+    my_parts = worst.part_ms()
+    their_parts = {p: float(np.median([v.part_ms()[p] for v in others])) for p in _PARTS}
+    reason = max(_PARTS, key=lambda p: (my_parts[p] - their_parts[p], p))
+    aligned = f" over the {len(common)} steps all hosts measured" if common else ""
+    waiting = max(their_parts["collectives"] - my_parts["collectives"], 0)
+    evidence = (f"{worst.host}: {mine / 1e9:.2f} ms per step against {theirs / 1e9:.2f} ms on the other hosts "
+                f"(median of {len(others)}){aligned}; it spends {(my_parts[reason] - their_parts[reason]) / 1e9:.2f} "
+                f"ms more per step {_LABELS[reason]} ({my_parts[reason] / 1e9:.2f} vs {their_parts[reason] / 1e9:.2f} ms)")
+    if waiting > 0 and reason != "collectives":
+        evidence += f"; the others wait {waiting / 1e9:.2f} ms more per step in collectives"
+    title = f"Straggler: host {worst.host} is {mine / theirs - 1:.0%} slower per step ({_LABELS[reason]})"
+    return (mine - theirs) / mine, "straggler", title, evidence, _FIXES[reason]
