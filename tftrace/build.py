@@ -40,6 +40,7 @@ class TraceBuilder:
         self._stats: list[dict[str, np.ndarray]] = []
         self._offset = 0
         self.hosts: list[str] = []
+        self.profile_start_ns: dict[str, int] = {}  # host -> where its trace clock starts (Unix ns)
 
     def intern(self, name: str, op: Op | None = None, plain: bool = False) -> int:
         """The code of a name; on first sight, which op (if any) events of that name time.
@@ -97,7 +98,8 @@ class TraceBuilder:
         # copy=False: the columns stay separate arrays; pandas would otherwise stack them (a copy).
         events = pd.DataFrame(data, columns=list(COLUMNS), copy=False)
         return Trace(self.path, events, pd.DataFrame(stats, columns=list(STAT_COLUMNS), copy=False), names,
-                     dict(self._ops), tuple(self._lines), tuple(self.hosts), self.format)
+                     dict(self._ops), tuple(self._lines), tuple(self.hosts), self.format,
+                     profile_start_ns=dict(self.profile_start_ns))
 
 
 def _concat(arrays: list[np.ndarray]) -> np.ndarray:

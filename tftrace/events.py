@@ -55,6 +55,7 @@ class Trace:
     format: str  # xplane | trace_json
     sidecar: dict = field(default_factory=dict)
     problems: tuple[str, ...] = ()  # host files of the run that could not be read (the others were)
+    profile_start_ns: dict = field(default_factory=dict)  # host -> Unix ns where its event times count from
 
     @property
     def devices(self) -> tuple[str, ...]:

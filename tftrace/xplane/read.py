@@ -74,10 +74,12 @@ def _read_space(wf: WireFile, path: str, builder: TraceBuilder, progress, host: 
 def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder, progress) -> None:
     parts = list(fields(wf, fd.start, fd.end))
     lines = [p for p in parts if p.number == _PLANE_LINES]
-    if not lines:
-        return
     # Everything but the lines (id, name, metadata, stats) is small: parse it in one go.
     head = XPlaneLazy.FromString(b"".join(wire.raw(wf, p) for p in parts if p.number != _PLANE_LINES))
+    if head.name == _TASK_ENVIRONMENT:
+        _read_clock(head, host, builder)
+    if not lines:
+        return
     names = _PlaneNames(builder, head)
     for p in lines:
         line = decode_line(wire.padded_value(wf, p, LINE_PADDING))
@@ -86,6 +88,20 @@ def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder, progr
         _add_line(builder, info, line, names, names.op_codes if role == "device_ops" else names.codes)
         del line  # one line in memory at a time
         progress(p.end)
+
+
+_TASK_ENVIRONMENT = "Task Environment"
+
+
+def _read_clock(plane, host: str, builder: TraceBuilder) -> None:
+    """Where the trace's clock starts, in Unix nanoseconds: host event times count from there,
+    so samples taken beside the trace (Python stacks) can be placed on it."""
+    names = {k: v.name for k, v in plane.stat_metadata.items()}
+    for st in plane.stats:
+        if names.get(st.metadata_id) == "profile_start_time":
+            value = stat_value(st, names)
+            if isinstance(value, int) and value > 0:
+                builder.profile_start_ns[host] = value
 
 
 class _PlaneNames:
