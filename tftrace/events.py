@@ -56,6 +56,7 @@ class Trace:
     sidecar: dict = field(default_factory=dict)
     problems: tuple[str, ...] = ()  # host files of the run that could not be read (the others were)
     profile_start_ns: dict = field(default_factory=dict)  # host -> Unix ns where its event times count from
+    python_samples: dict | None = None  # Python stack samples saved beside the run (capture/sampler.py)
 
     @property
     def devices(self) -> tuple[str, ...]:

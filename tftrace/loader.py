@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import os
 
 from tftrace.build import TraceBuilder
+from tftrace.capture.sampler import SAMPLES_FILE
 from tftrace.capture.sidecar import SIDECAR
 from tftrace.errors import TraceReadError
 from tftrace.logdir import Run, find_runs, host_from_file
@@ -39,7 +41,13 @@ def load_run(run: Run, progress=None) -> Trace:
     if len(problems) == len(run.files):
         raise problems[0]
     trace = builder.build()
-    return dataclasses.replace(trace, sidecar=read_sidecar(run), problems=tuple(str(e) for e in problems))
+    try:
+        samples = read_python_samples(run)
+    except TraceReadError as e:  # the trace stands without them
+        samples = None
+        problems.append(e)
+    return dataclasses.replace(trace, sidecar=read_sidecar(run), problems=tuple(str(e) for e in problems),
+                               python_samples=samples)
 
 
 def read_sidecar(run: Run) -> dict:
@@ -54,6 +62,20 @@ def read_sidecar(run: Run) -> dict:
     except (OSError, ValueError) as e:
         raise TraceReadError(f"{path}: unreadable tftrace sidecar ({e})") from None
     return data if isinstance(data, dict) else {}
+
+
+def read_python_samples(run: Run) -> dict | None:
+    """The Python stack samples `python=True` saved beside a run, or None."""
+    folder = run.path if os.path.isdir(run.path) else os.path.dirname(run.path)
+    path = os.path.join(folder, SAMPLES_FILE)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError, EOFError) as e:
+        raise TraceReadError(f"{path}: unreadable Python samples ({e})") from None
+    return data if isinstance(data, dict) else None
 
 
 def load(path: str) -> Trace:

@@ -10,7 +10,7 @@ from tftrace.analysis.ops import CategoryRow, LayerRow, OpRow
 from tftrace.errors import ReportError
 
 SCHEMA_VERSION = 1
-TABLES = ("ops", "layers", "categories", "stages", "steps", "hosts", "devices")
+TABLES = ("ops", "layers", "categories", "stages", "steps", "hosts", "devices", "python")
 BOUNDS = ("input", "compute", "host_overhead", "idle", "unknown")
 PARTS = ("input", "compute", "host_overhead", "idle")
 
@@ -108,6 +108,45 @@ class DeviceRow:
 
 
 @dataclass(frozen=True)
+class PythonRow:
+    """A Python function in one place: a thread kind, and on the main thread inside a step,
+    between steps or outside them."""
+
+    function: str
+    file: str
+    line: int  # where the function starts
+    thread: str  # main | input pipeline | other
+    where: str  # inside steps | between steps | outside steps | input pipeline | other
+    owner: str  # user (your code), a package (keras, tensorflow, numpy...), or python (stdlib)
+    self_ps: int  # innermost frame
+    total_ps: int  # anywhere on the stack
+    share: float  # self time of all sampled Python time (PythonProfile.total_ps)
+
+
+@dataclass(frozen=True)
+class FlameNode:
+    """A box of the icicle chart of one thread kind: a function at a depth of the stack."""
+
+    thread: str
+    depth: int
+    start: float  # of the thread kind's time
+    width: float
+    function: str
+    file: str
+    line: int
+    owner: str
+    ps: int
+
+
+@dataclass(frozen=True)
+class PythonProfile:
+    source: str = ""  # where the Python time comes from: stack samples or Python tracer events
+    total_ps: int = 0  # all sampled Python time, every thread together
+    rows: tuple[PythonRow, ...] = ()
+    flame: tuple[FlameNode, ...] = ()
+
+
+@dataclass(frozen=True)
 class RunReport:
     path: str
     name: str
@@ -129,6 +168,7 @@ class RunReport:
     device_op_ps: int = 0  # all device op self time: the total layer and category shares are of, if any
     per_host: tuple[HostRow, ...] = ()  # runs with several hosts: each host side by side
     per_device: tuple[DeviceRow, ...] = ()  # hosts with devices: each device's busy time and idle gaps
+    python: PythonProfile = PythonProfile()  # Python functions, where samples or tracer events exist
     error: str = ""  # set when the run could not be read; the other parts are then empty
 
 
@@ -188,6 +228,8 @@ def _table_items(run: RunReport, table: str) -> tuple:
         return run.steps.steps
     if table in ("hosts", "devices"):
         return getattr(run, f"per_{table[:-1]}")
+    if table == "python":
+        return run.python.rows
     return getattr(run, table)
 
 

@@ -7,7 +7,7 @@ from tftrace.analysis.breakdown import Timeline
 from tftrace.analysis.host_findings import MIN_SHARE, idle_findings, input_findings, ms, overhead_findings
 from tftrace.analysis.ops import OpStats
 from tftrace.analysis.overhead import Overhead
-from tftrace.report import Bottleneck, Breakdown, InputPipeline
+from tftrace.report import Bottleneck, Breakdown, InputPipeline, PythonProfile
 
 _CATEGORY_FIXES = {
     "matmul": "Dense layers dominate: narrow them, use mixed precision (`keras.mixed_precision.set_global_policy('mixed_float16')` on GPU/TPU), or larger batches for better kernel efficiency.",
@@ -28,13 +28,15 @@ _CATEGORY_FIXES = {
 
 
 def bottlenecks(b: Breakdown, tl: Timeline, ov: Overhead, ops: OpStats, pipeline: InputPipeline,
-                mode: str, eager: bool, keras_loop: bool = False, straggler=None) -> tuple[Bottleneck, ...]:
+                mode: str, eager: bool, keras_loop: bool = False, straggler=None,
+                python: PythonProfile | None = None) -> tuple[Bottleneck, ...]:
     """`keras_loop`: steps are Keras' own (its step functions or markers), so the gaps between
     them are Keras' loop and callbacks rather than the user's code. `straggler`: the finding
-    about the slowest of several hosts, if one is."""
+    about the slowest of several hosts, if one is. `python` names the Python functions behind
+    input, overhead and idle time, where samples or tracer events exist."""
     found = [straggler] if straggler else []
-    found += input_findings(b, tl, pipeline) + overhead_findings(b, tl, ov, mode, eager)
-    found += idle_findings(b, tl, mode, keras_loop) + _compute(b, ops)
+    found += input_findings(b, tl, pipeline, python) + overhead_findings(b, tl, ov, mode, eager, python)
+    found += idle_findings(b, tl, mode, keras_loop, python) + _compute(b, ops)
     found = [f for f in found if f[0] >= MIN_SHARE]
     found.sort(key=lambda f: (-f[0], f[1], f[2]))
     per_step = tl.wall_ps / max(len(tl.dur), 1)

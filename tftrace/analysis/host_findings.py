@@ -6,9 +6,12 @@ Each finding is (share of wall time, kind, title, evidence, recommendation).
 
 from __future__ import annotations
 
+import os
+
 from tftrace.analysis.breakdown import Timeline
 from tftrace.analysis.overhead import Overhead
-from tftrace.report import Breakdown, InputPipeline
+from tftrace.analysis.python import hottest
+from tftrace.report import Breakdown, InputPipeline, PythonProfile
 
 MIN_SHARE = 0.03  # below 3% of step time nothing is worth a user's attention (XProf's "all others" bar)
 
@@ -49,11 +52,36 @@ def _slowest_stage(pipeline: InputPipeline) -> tuple[str, str]:
             f"; slowest tf.data stage: {top.name}, {ms(top.self_ps)} self time ({top.share:.0%} of pipeline time)")
 
 
-def input_findings(b: Breakdown, tl: Timeline, pipeline: InputPipeline) -> list:
+def where_python(python: PythonProfile | None, places: tuple[str, ...], what: str) -> tuple[str, str]:
+    """(title suffix, evidence suffix) naming the Python function that takes the most of these
+    places' time, from stack samples or Python tracer events, if there are any."""
+    found = hottest(python, places) if python is not None else None
+    if found is None:
+        return "", ""
+    row, share = found
+    where = f"{os.path.basename(row.file)}:{row.line}" if row.owner == "user" else f"{_short_path(row.file)}:{row.line}"
+    whose = "your " if row.owner == "user" else ""
+    return (f" in {whose}{row.function}()",
+            f"; {what} spends {share:.0%} of its Python time in {whose}`{row.function}` ({where})")
+
+
+def _short_path(path: str) -> str:
+    parts = path.replace("\\", "/").split("/")
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            parts = parts[parts.index(marker) + 1:]
+            break
+    return "/".join(parts) if len(parts) <= 3 else f"{parts[0]}/.../{parts[-1]}"
+
+
+def input_findings(b: Breakdown, tl: Timeline, pipeline: InputPipeline, python: PythonProfile | None = None) -> list:
     """Waiting for input: the host blocked in IteratorGetNext (CPU runs), or the device idle
     while the host waits for input data (device runs)."""
     steps = max(len(tl.dur), 1)
     title, stage = _slowest_stage(pipeline)
+    py_title, py_evidence = where_python(python, ("input pipeline",), "the input pipeline")
+    if py_title:
+        title, stage = py_title + (f" ({pipeline.slowest} stage)" if pipeline.slowest else ""), stage + py_evidence
     out = []
     if b.input >= MIN_SHARE and tl.device_busy is None:
         out.append((b.input, "input", "Input pipeline" + (title or ": waiting for input"),
@@ -73,7 +101,8 @@ def input_findings(b: Breakdown, tl: Timeline, pipeline: InputPipeline) -> list:
     return out
 
 
-def overhead_findings(b: Breakdown, tl: Timeline, ov: Overhead, mode: str, eager: bool) -> list:
+def overhead_findings(b: Breakdown, tl: Timeline, ov: Overhead, mode: str, eager: bool,
+                      python: PythonProfile | None = None) -> list:
     wall = tl.wall_ps or 1
     steps = max(len(tl.dur), 1)
     out = []
@@ -98,7 +127,9 @@ def overhead_findings(b: Breakdown, tl: Timeline, ov: Overhead, mode: str, eager
                     "into a tf.data pipeline (`map(..., num_parallel_calls=tf.data.AUTOTUNE)` + `prefetch`) so "
                     "it overlaps the model, or cache its result."))
     explained = sum(o[0] for o in out if o[1] in ("per_call_overhead", "retracing", "user_region"))
-    out += _rest(b, tl, explained, per_call=bool(ov.pipeline_ps) and mode not in ("train", "evaluate"))
+    rest = _rest(b, tl, explained, per_call=bool(ov.pipeline_ps) and mode not in ("train", "evaluate"))
+    py_title, py_evidence = where_python(python, ("inside steps",), "the main thread inside steps")
+    out += [(share, kind, title + py_title, evidence + py_evidence, fix) for share, kind, title, evidence, fix in rest]
     return out
 
 
@@ -152,20 +183,22 @@ def _rest(b: Breakdown, tl: Timeline, explained: float, per_call: bool) -> list:
              "Python (logging, conversions, .numpy()) out of the loop.")]
 
 
-def idle_findings(b: Breakdown, tl: Timeline, mode: str, keras_loop: bool) -> list:
+def idle_findings(b: Breakdown, tl: Timeline, mode: str, keras_loop: bool, python: PythonProfile | None = None) -> list:
     """The gaps between steps: Keras' loop and callbacks in fit/evaluate, else the user's Python."""
     if b.idle < MIN_SHARE:
         return []
     gaps = max(len(tl.dur) - 1, 1)
     per_gap = ms(tl.idle.sum() / gaps)
+    py_title, py_evidence = where_python(python, ("between steps",), "the time between steps")
     if keras_loop and mode in ("train", "evaluate"):
-        return [(b.idle, "idle", "Gaps between steps",
-                 f"{b.idle:.0%} of wall time passes between steps ({per_gap} per gap) in Keras' loop and callbacks",
+        return [(b.idle, "idle", "Gaps between steps" + py_title,
+                 f"{b.idle:.0%} of wall time passes between steps ({per_gap} per gap) in Keras' loop and callbacks"
+                 + py_evidence,
                  "Work between steps (callbacks, logging, metrics) stalls the model: trim per-batch callbacks, "
                  "raise `steps_per_execution`, and log less often.")]
-    return [(b.idle, "idle", "Your Python between iterations",
+    return [(b.idle, "idle", "Your Python between iterations" + py_title,
              f"{per_gap} per iteration outside TensorFlow ({b.idle:.0%} of wall time): your Python between calls, "
-             "such as loading data",
+             "such as loading data" + py_evidence,
              "Overlap it with the model: load and preprocess in a tf.data pipeline (`Dataset.map(..., "
              "num_parallel_calls=tf.data.AUTOTUNE)` + `prefetch`) or a background thread, process several items "
              "per call, and cache what does not change.")]

@@ -12,6 +12,7 @@ from tftrace.analysis.eager import eager_layers
 from tftrace.analysis.input import input_pipeline
 from tftrace.analysis.ops import op_stats, op_table
 from tftrace.analysis.overhead import overhead
+from tftrace.analysis.python import python_profile
 from tftrace.analysis.device_link import DeviceWork, extend_to_device, link_device_work
 from tftrace.analysis.devices import device_rows
 from tftrace.analysis.hosts import HostView, host_rows, slowest, straggler
@@ -44,14 +45,15 @@ def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: s
     mode, mode_source = run_mode(timed, steps, table)
     eager = _is_eager(table)
     pipeline = input_pipeline(trace, top)
-    found = bottlenecks(parts, tl, ov, stats, pipeline, mode, eager, _keras_loop(steps, mode), straggler(views))
+    python = python_profile(timed, tl.start, tl.start + tl.dur, top)
+    found = bottlenecks(parts, tl, ov, stats, pipeline, mode, eager, _keras_loop(steps, mode), straggler(views), python)
     return RunReport(
         path=trace.path, name=name, hosts=trace.hosts, devices=trace.devices, mode=mode, mode_source=mode_source,
         eager=eager, steps=_steps_summary(steps, tl, timed.hosts[0] if views else ""), breakdown=parts,
         verdict=verdict(parts, tl.wall_ps > 0, tl.device_busy is not None), bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
         notes=_notes(trace, steps, eager), host_op_ps=stats.host_self_ps, device_op_ps=stats.device_self_ps,
-        per_host=host_rows(views), per_device=device_rows(trace),
+        per_host=host_rows(views), per_device=device_rows(trace), python=python,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tftrace.render.html_flame import flame_chart
 from tftrace.render.fmt import PART_LABELS, main_share_basis, ms, op_share_basis, params, pct, projection, where
 from tftrace.render.html_charts import (LAYER_COLOR, PART_COLORS, category_color, esc,
                                         hbar_chart, step_chart)
@@ -42,7 +43,7 @@ def _run(run, index: int) -> str:
     if run.error:
         parts.append(f'<div class="error"><strong>This run could not be read.</strong> {esc(run.error)}</div>')
     else:
-        parts += [_verdict(run), _bottlenecks(run.bottlenecks), _charts(run), _tables(run), _notes(run)]
+        parts += [_verdict(run), _bottlenecks(run.bottlenecks), _charts(run), _python(run), _tables(run), _notes(run)]
     return "\n".join(p for p in parts if p) + "\n</section>"
 
 
@@ -144,6 +145,22 @@ def _category_keys(run) -> str:
     items = "".join(f'<span class="key"><i style="background:{category_color(c)}"></i>{esc(c)}</span>'
                     for c in seen)
     return f'<div class="legend small">{items}</div>'
+
+
+def _python(run) -> str:
+    """The Python profile: an icicle per thread kind (your code in red) and the hottest functions."""
+    py = run.python
+    if not py.rows:
+        return ""
+    charts = "".join(f'<h4>{esc(t)} thread{"s" if t != "main" else ""}</h4><div class="chart-box">{flame_chart(py.flame, t)}'
+                     "</div>" for t in ("main", "input pipeline", "other") if any(n.thread == t for n in py.flame))
+    table = _table("python", f"Python functions (from {py.source}; share of all sampled Python time, "
+                             f"{ms(py.total_ps)} ms)",
+                   ["function", "file:line", "thread", "where", "owner", "self ms", "total ms", "share"],
+                   [(_mono(r.function), _mono(f"{r.file}:{r.line}"), esc(r.thread), esc(r.where), esc(r.owner),
+                     ms(r.self_ps), ms(r.total_ps), _share(r.share)) for r in py.rows])
+    return (f'<div class="card"><h3>Where the Python time goes</h3><p class="muted">{esc(py.source)}; '
+            f'your code in red, libraries in blue; hover a box for its time</p>{charts}</div>' + table)
 
 
 def _tables(run) -> str:

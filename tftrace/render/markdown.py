@@ -71,6 +71,12 @@ def _run(run) -> list[str]:
         out += _table(["#", "op", "type", "category", "layer", "phase", "where", "count", "self ms", "share"],
                       [(i, o.name, o.type, o.category, o.layer, o.phase, where(o),
                         o.count, ms(o.self_ps), pct(o.share)) for i, o in enumerate(run.ops, 1)])
+    if run.python.rows:
+        py = run.python
+        out += ["### Python", "", f"From {py.source}; share of all sampled Python time ({ms(py.total_ps)} ms).", ""]
+        out += _table(["function", "file:line", "thread", "where", "owner", "self ms", "total ms", "share"],
+                      [(r.function, f"{r.file}:{r.line}", r.thread, r.where, r.owner, ms(r.self_ps), ms(r.total_ps),
+                        pct(r.share)) for r in py.rows])
     if run.layers:
         out += ["### Layers", "", f"Share: {main_share_basis(run)}.", ""]
         out += _table(["layer", "self ms", "share", "params"],

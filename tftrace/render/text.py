@@ -60,6 +60,11 @@ def _run(console: Console, run) -> None:
             [(_device_name(run, d), ms(d.busy_ps), pct(d.busy), ms(d.span_ps), d.gaps, ms(d.idle_ps),
               ms(d.longest_gap_ps)) for d in run.per_device])
     _ops(console, run)
+    py = run.python
+    _simple(console, f"Python (from {py.source}; share of all sampled Python time, {ms(py.total_ps)} ms)",
+            ("function", "at", "where", "owner", "self ms", "total ms", "share"),
+            [(r.function, f"{tail(r.file, 24)}:{r.line}", r.where, r.owner, ms(r.self_ps), ms(r.total_ps),
+              pct(r.share)) for r in py.rows], limits={"at": 30, "where": 14, "owner": 10})
     _simple(console, f"Layers ({main_share_basis(run)})", ("layer", "self ms", "share", "params"),
             [(r.layer, ms(r.self_ps), pct(r.share), params(r.params)) for r in run.layers])
     _simple(console, f"Categories ({main_share_basis(run)})", ("category", "self ms", "share"),
@@ -99,10 +104,13 @@ def _ops(console: Console, run) -> None:
                  columns, rows)
 
 
-def _simple(console: Console, title: str, columns, rows) -> None:
+def _simple(console: Console, title: str, columns, rows, limits: dict | None = None) -> None:
+    """A table whose first column takes the free width; `limits` widen others (default 10)."""
     if not rows:
         return
-    spec = [(col, "left" if i == 0 else "right", 0 if i == 0 else 10) for i, col in enumerate(columns)]
+    limits = limits or {}
+    spec = [(col, "left" if i == 0 or col in limits else "right", 0 if i == 0 else limits.get(col, 10))
+            for i, col in enumerate(columns)]
     _print_table(console, title, spec, [tuple(str(c) for c in row) for row in rows])
 
 
