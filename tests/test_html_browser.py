@@ -96,3 +96,27 @@ def test_probe_catches_injected_markup(tmp_path, report):
     page = render(report, "html").replace("</main>", f"<div>{HOSTILE_SCRIPT}{HOSTILE_ATTR}</div></main>")
     probe, _console = load(tmp_path, page, "injected.html")
     assert probe["pwned"] is True and probe["alerts"] == 1 and probe["imgs"] == 1 and probe["onAttrs"] == 1
+
+
+def test_report_timeline_renders(tmp_path, report):
+    view = report.runs[0].step_view
+    probe, console = load(tmp_path, render(report, "html"), "timeline.html")
+    assert console == [], console
+    timeline = probe["charts"]["timeline"]
+    assert timeline["rects"] >= sum(len(lane.events) for lane in view.lanes) and timeline["width"] > 600
+
+
+def test_diff_page_renders_and_keeps_hostile_names_as_text(tmp_path):
+    import tftrace
+    from test_html_diff import DIFF_CHARTS, hostile_diff
+    from tftrace.render.diff import render_diff
+    d = hostile_diff(tftrace.diff(sample("augment", "flatten"), sample("augment", "gap"), fail_if_slower=5))
+    probe, console = load(tmp_path, render_diff(d, "html"), "diff.html")
+    assert console == [], console
+    for kind in DIFF_CHARTS:
+        assert probe["charts"][kind]["rects"] > 0 and probe["charts"][kind]["width"] > 300, (kind, probe["charts"])
+    dots = probe["charts"]["distribution"]["rects"]
+    assert dots == len(d.baseline_step_times) + len(d.candidate_step_times)
+    assert HOSTILE_SCRIPT + HOSTILE_ATTR in probe["bodyText"] and HOSTILE_SCRIPT + HOSTILE_ATTR in probe["svgText"]
+    assert probe["pwned"] is False and probe["alerts"] == 0
+    assert probe["imgs"] == 0 and probe["onAttrs"] == 0 and probe["scripts"] == 2

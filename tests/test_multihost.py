@@ -171,3 +171,19 @@ def test_each_device_gets_its_busy_time_and_idle_gaps(source, devices):
         assert all(d.busy > 0.8 for d in rows.values())  # the four chips run the same inference
     else:
         assert rows["/device:GPU:4"].busy_ps > 100 * rows["/device:GPU:1"].busy_ps  # GPU:1 only copies
+
+
+def test_diff_compares_per_host(tmp_path):
+    base = _two_machines(tmp_path / "a")
+    cand = tmp_path / "b" / "logs" / "plugins" / "profile" / "run"
+    cand.mkdir(parents=True)
+    shutil.copy(sample_file("stock", "fit_tensorboard"), cand / "worker-a.xplane.pb")
+    shutil.copy(sample_file("augment", "flatten"), cand / "worker-b.xplane.pb")
+    from tftrace.api import diff
+    result = diff(base, str(tmp_path / "b" / "logs"))
+    hosts = {h.host: h for h in result.hosts}
+    assert set(hosts) == {"worker-a", "worker-b"} and hosts["worker-a"].delta_pct == 0.0
+    assert hosts["worker-b"].baseline_ps != hosts["worker-b"].candidate_ps
+    for fmt in ("text", "markdown", "html", "json"):
+        out = run_cli("diff", base, str(tmp_path / "b" / "logs"), "--format", fmt, check=True).stdout
+        assert "worker-b" in out, fmt

@@ -23,6 +23,9 @@ def __getattr__(name: str):
     if name == "diff":
         from tftrace.api import diff
         return diff
+    if name in ("load_ipython_extension", "unload_ipython_extension"):  # `%load_ext tftrace`
+        from tftrace import notebook
+        return getattr(notebook, name)
     if name == "TftraceError":
         from tftrace.errors import TftraceError
         return TftraceError

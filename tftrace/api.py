@@ -62,10 +62,13 @@ def _saved_report(path: str) -> Report:
         raise ReportError(f"{path}: {e}") from None
 
 
-def diff(baseline: str, candidate: str, top: int | None = 20):
-    """Compare two runs (each a logdir, run folder, trace file or saved JSON report)."""
+def diff(baseline: str, candidate: str, top: int | None = 20, fail_if_slower: float | str | None = None):
+    """Compare two runs (each a logdir, run folder, trace file or saved JSON report).
+    `fail_if_slower` (percent, e.g. 5 or "5%") adds the speed gate's decision (`result.gate`)."""
     from tftrace.analysis.diff import diff_runs
+    from tftrace.analysis.gate import parse_limit
+    limit = parse_limit(fail_if_slower) if fail_if_slower is not None else None
     base, base_note = _side(baseline, "baseline")
     cand, cand_note = _side(candidate, "candidate")
     notes = tuple(n for n in (base_note, cand_note) if n)
-    return diff_runs(base, cand, baseline, candidate, top, notes)
+    return diff_runs(base, cand, baseline, candidate, top, notes, limit)

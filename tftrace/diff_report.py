@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tftrace.analysis.gate import Gate
 from tftrace.report import SCHEMA_VERSION, _to_json
 
 
@@ -17,6 +18,27 @@ class StepTimeDelta:
     p_value: float
     baseline_steps: int
     candidate_steps: int
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One step of a side, for the step-time distributions."""
+
+    number: int
+    dur_ps: int
+
+
+@dataclass(frozen=True)
+class HostDelta:
+    """One host present in both runs (or in one: `status` added / removed): its mean step time."""
+
+    host: str
+    baseline_ps: int
+    candidate_ps: int
+    delta_pct: float
+    baseline_bound: str
+    candidate_bound: str
+    status: str = "changed"
 
 
 @dataclass(frozen=True)
@@ -54,6 +76,10 @@ class DiffReport:
     baseline_verdict: str = ""
     candidate_verdict: str = ""
     notes: tuple[str, ...] = ()
+    baseline_step_times: tuple[StepTime, ...] = ()  # every step the significance test compared
+    candidate_step_times: tuple[StepTime, ...] = ()
+    gate: Gate | None = None  # set by --fail-if-slower
+    hosts: tuple[HostDelta, ...] = ()  # runs with several hosts: each host's step time, compared
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict:
@@ -63,3 +89,8 @@ class DiffReport:
             for row in data[table]:
                 row[key] = row[key] if key == "name" else row.pop("name")
         return data
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows the diff as the HTML page, scoped so it leaves the notebook's styles alone."""
+        from tftrace.render.html_diff import render_diff_fragment
+        return render_diff_fragment(self)

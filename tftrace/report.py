@@ -7,6 +7,7 @@ import typing
 from dataclasses import dataclass
 
 from tftrace.analysis.ops import CategoryRow, LayerRow, OpRow
+from tftrace.analysis.step_view import StepView
 from tftrace.errors import ReportError
 
 SCHEMA_VERSION = 1
@@ -170,6 +171,7 @@ class RunReport:
     per_device: tuple[DeviceRow, ...] = ()  # hosts with devices: each device's busy time and idle gaps
     python: PythonProfile = PythonProfile()  # Python functions, where samples or tracer events exist
     error: str = ""  # set when the run could not be read; the other parts are then empty
+    step_view: StepView = StepView()  # the median step's timeline, for the HTML report
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,11 @@ class Report:
 
     def to_dict(self) -> dict:
         return _to_json(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows the report as the HTML report, scoped so it leaves the notebook's styles alone."""
+        from tftrace.render.html import render_html_fragment
+        return render_html_fragment(self)
 
     def rows(self, table: str) -> tuple[list[str], list[list]]:
         """Header and rows of one table (see TABLES) across runs, with a `run` column; times

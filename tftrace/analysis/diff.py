@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 
 from tftrace.analysis.classify import LOSS_SCOPES, METRIC_SCOPES, OPTIMIZER_SCOPES, UNIQUE_SUFFIX
+from tftrace.analysis.gate import speed_gate
 from tftrace.analysis.stats import compare_steps
-from tftrace.diff_report import DiffReport, PartDelta, RowDelta, StepTimeDelta
+from tftrace.diff_report import DiffReport, HostDelta, PartDelta, RowDelta, StepTime, StepTimeDelta
 from tftrace.report import PARTS, RunReport
 
 _WRAPPERS = re.compile(r"(StatefulPartitionedCall|PartitionedCall|replica_\d+)(_\d+)?\Z")
@@ -62,10 +63,16 @@ def _op_totals(run: RunReport) -> tuple[dict, dict]:
     return {k: _per_step(v, n) for k, v in totals.items()}, meta
 
 
+def _step_times(run: RunReport) -> tuple[StepTime, ...]:
+    """The steps the test compares (none when the whole window stood in for a step)."""
+    return tuple(StepTime(s.number, s.dur_ps) for s in run.steps.steps) if run.steps.count else ()
+
+
 def diff_runs(base: RunReport, cand: RunReport, base_label: str, cand_label: str, top: int | None = 20,
-              notes: tuple[str, ...] = ()) -> DiffReport:
-    cmp = compare_steps([s.dur_ps for s in base.steps.steps if base.steps.count],
-                        [s.dur_ps for s in cand.steps.steps if cand.steps.count])
+              notes: tuple[str, ...] = (), fail_if_slower: float | None = None) -> DiffReport:
+    """`fail_if_slower`: a limit in percent for the speed gate (None: no gate)."""
+    b_times, c_times = _step_times(base), _step_times(cand)
+    cmp = compare_steps([s.dur_ps for s in b_times], [s.dur_ps for s in c_times])
     b_med, c_med = base.steps.median_ps, cand.steps.median_ps
     step = StepTimeDelta(b_med, c_med, round((c_med - b_med) / b_med * 100, 2) if b_med else 0.0,
                          cmp.significant, cmp.test, cmp.p_value, base.steps.count, cand.steps.count)
@@ -76,8 +83,23 @@ def diff_runs(base: RunReport, cand: RunReport, base_label: str, cand_label: str
     layers = _rows(*(_named(r.layers, "layer", r) for r in (base, cand)), {}, top)
     cats = _rows(*(_named(r.categories, "category", r) for r in (base, cand)), {}, top)
     summary = _summary(step, parts, cats, layers, ops, base_label, cand_label)
+    gate = speed_gate(step, fail_if_slower) if fail_if_slower is not None else None
     return DiffReport(base_label, cand_label, step, parts, ops, layers, cats, summary,
-                      base.verdict.text, cand.verdict.text, notes)
+                      base.verdict.text, cand.verdict.text, notes, b_times, c_times, gate, _hosts(base, cand))
+
+
+def _hosts(base: RunReport, cand: RunReport) -> tuple[HostDelta, ...]:
+    """Per host, matched by name, when either run has several hosts."""
+    b = {h.host: h for h in base.per_host}
+    c = {h.host: h for h in cand.per_host}
+    out = []
+    for host in sorted(set(b) | set(c)):
+        x, y = b.get(host), c.get(host)
+        bp, cp = (x.mean_ps if x else 0), (y.mean_ps if y else 0)
+        status = "added" if x is None else "removed" if y is None else "changed"
+        out.append(HostDelta(host, bp, cp, round((cp - bp) / bp * 100, 2) if bp and cp else 0.0,
+                             x.bound if x else "", y.bound if y else "", status))
+    return tuple(out)
 
 
 def _named(rows, attr: str, run: RunReport) -> dict:

@@ -17,6 +17,7 @@ from tftrace.analysis.device_link import DeviceWork, extend_to_device, link_devi
 from tftrace.analysis.devices import device_rows
 from tftrace.analysis.hosts import HostView, host_rows, slowest, straggler
 from tftrace.analysis.mode import run_mode
+from tftrace.analysis.step_view import step_view
 from tftrace.analysis.steps import Steps, find_steps
 from tftrace.analysis.verdict import verdict
 from tftrace.report import Breakdown, RunReport, StepRow, StepsSummary
@@ -54,6 +55,7 @@ def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: s
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
         notes=_notes(trace, steps, eager), host_op_ps=stats.host_self_ps, device_op_ps=stats.device_self_ps,
         per_host=host_rows(views), per_device=device_rows(trace), python=python,
+        step_view=step_view(timed, tl.start, tl.dur, tl.idle, steps.numbers, timed_classes[0]),
     )
 
 

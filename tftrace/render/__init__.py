@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 FORMATS = ("text", "json", "markdown", "csv", "html")
-DIFF_FORMATS = ("text", "json", "markdown")
+DIFF_FORMATS = ("text", "json", "markdown", "html")
 
 
 def render(report, fmt: str, **options) -> str:

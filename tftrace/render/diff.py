@@ -1,4 +1,4 @@
-"""Render a DiffReport as text, Markdown or JSON; formatting only."""
+"""Render a DiffReport as text, Markdown, JSON or HTML; formatting only."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ def render_diff(diff, fmt: str, color: bool = False) -> str:
         return json.dumps(diff.to_dict(), indent=2) + "\n"
     if fmt == "markdown":
         return _markdown(diff)
+    if fmt == "html":
+        from tftrace.render.html_diff import render_diff_html
+        return render_diff_html(diff)
     return _text(diff, color)
 
 
@@ -44,6 +47,15 @@ def _text(diff, color: bool) -> str:
                       ms(d.baseline_ps), ms(d.candidate_ps))
     con.print()
     con.print(table)
+    if diff.hosts:
+        hosts = Table(title="Hosts (mean step time)", title_justify="left", show_edge=False)
+        for col in ("host", "baseline ms", "candidate ms", "delta", "baseline bound", "candidate bound", "status"):
+            hosts.add_column(col, justify="right" if col.endswith(("ms", "delta")) else "left")
+        for h in diff.hosts:
+            hosts.add_row(escape(h.host), ms(h.baseline_ps), ms(h.candidate_ps), f"{h.delta_pct:+.1f}%",
+                          h.baseline_bound, h.candidate_bound, h.status)
+        con.print()
+        con.print(hosts)
     for title, rows, with_type in (("Categories (ms per step)", diff.categories, False),
                                    ("Layers (ms per step)", diff.layers, False), ("Ops (ms per step)", diff.ops, True)):
         _delta_table(con, title, rows, with_type)
@@ -69,15 +81,34 @@ def _delta_table(con: Console, title: str, rows, with_type: bool) -> None:
 
 
 def _markdown(diff) -> str:
+    """For a pull-request comment: the gate's decision first, then the evidence."""
     from tftrace.render.markdown import _cell, _table
     st = diff.step_time
-    out = ["# tftrace diff", "", f"- baseline: {_cell(diff.baseline)}", f"- candidate: {_cell(diff.candidate)}", "",
-           f"**{_cell(diff.summary)}**", "",
-           f"Median step time {ms(st.baseline_ps)} ms -> {ms(st.candidate_ps)} ms ({st.delta_pct:+.1f}%), "
-           f"{'significant' if st.significant else 'not significant'} ({_cell(st.test)}).", ""]
-    out += _table(["part", "baseline", "candidate", "delta"],
-                  [(PART_LABELS[p], pct(d.baseline), pct(d.candidate), f"{d.delta * 100:+.1f} pt")
-                   for p, d in diff.breakdown.items()])
+    out = ["# tftrace diff", ""]
+    if diff.gate is not None:
+        mark = "❌" if diff.gate.failed else "✅"
+        limit = f"{diff.gate.fail_if_slower_pct:g}%"
+        out += [f"{mark} **Speed gate (--fail-if-slower {limit}) {_cell(diff.gate.reason)}**", ""]
+    out += [f"- baseline: {_cell(diff.baseline)}", f"- candidate: {_cell(diff.candidate)}", "",
+            f"**{_cell(diff.summary)}**", "",
+            f"Median step time {ms(st.baseline_ps)} ms -> {ms(st.candidate_ps)} ms ({st.delta_pct:+.1f}%), "
+            f"{'significant' if st.significant else 'not significant'} ({_cell(st.test)}).", ""]
+    out += [f"- {side} verdict: {_cell(text)}" for side, text in
+            (("baseline", diff.baseline_verdict), ("candidate", diff.candidate_verdict)) if text]
+    out += [""] if diff.baseline_verdict or diff.candidate_verdict else []
+    for side, times in (("baseline", diff.baseline_step_times), ("candidate", diff.candidate_step_times)):
+        if times:
+            out.append(f"- {side} step times (ms): {', '.join(ms(s.dur_ps) for s in times)}")
+    out += [""] if diff.baseline_step_times or diff.candidate_step_times else []
+    out += ["## Step time breakdown (per step)", ""]
+    out += _table(["part", "baseline", "candidate", "delta", "baseline ms", "candidate ms"],
+                  [(PART_LABELS[p], pct(d.baseline), pct(d.candidate), f"{d.delta * 100:+.1f} pt",
+                    ms(d.baseline_ps), ms(d.candidate_ps)) for p, d in diff.breakdown.items()])
+    if diff.hosts:
+        out += ["## Hosts (mean step time)", ""]
+        out += _table(["host", "baseline ms", "candidate ms", "delta", "baseline bound", "candidate bound", "status"],
+                      [(h.host, ms(h.baseline_ps), ms(h.candidate_ps), f"{h.delta_pct:+.1f}%", h.baseline_bound,
+                        h.candidate_bound, h.status) for h in diff.hosts])
     for title, rows in (("Categories", diff.categories), ("Layers", diff.layers), ("Ops", diff.ops)):
         out += [f"## {title} (ms per step)", ""]
         out += _table(["name", "type", "baseline", "candidate", "delta", "status"], [_row_cells(r) for r in rows]) \

@@ -6,10 +6,21 @@ from tftrace.render.html_flame import flame_chart
 from tftrace.render.fmt import PART_LABELS, main_share_basis, ms, op_share_basis, params, pct, projection, where
 from tftrace.render.html_charts import (LAYER_COLOR, PART_COLORS, category_color, esc,
                                         hbar_chart, step_chart)
+from tftrace.render.html_page import fragment, page
+from tftrace.render.html_timeline import IDLE_COLOR, WAIT_COLOR, event_color, timeline_chart
 from tftrace.render.html_style import CSS
 
 
 def render_html(report, **_options) -> str:
+    return page("tftrace report", CSS, _body(report))
+
+
+def render_html_fragment(report) -> str:
+    """The report for a Jupyter notebook (`Report._repr_html_`): the same content, scoped CSS."""
+    return fragment(CSS, _body(report))
+
+
+def _body(report) -> str:
     runs = report.runs
     nav = ""
     if len(runs) > 1:
@@ -17,25 +28,13 @@ def render_html(report, **_options) -> str:
         nav = f'<nav class="runs">{links}</nav>'
     body = "\n".join(_run(run, i) for i, run in enumerate(runs, 1))
     version = esc(report.tftrace_version or "")
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>tftrace report</title>
-<style>{CSS}</style>
-</head>
-<body>
-<header class="top"><div class="wrap"><span class="brand">tftrace</span>
+    return f"""<header class="top"><div class="wrap"><span class="brand">tftrace</span>
 <span class="sub">TensorFlow profiler report · {len(runs)} run{'s' if len(runs) != 1 else ''}</span></div></header>
 <main class="wrap">
 {nav}
 {body}
 </main>
-<footer class="wrap">tftrace {version} · report schema {int(report.schema_version)}</footer>
-</body>
-</html>
-"""
+<footer class="wrap">tftrace {version} · report schema {int(report.schema_version)}</footer>"""
 
 
 def _run(run, index: int) -> str:
@@ -115,6 +114,8 @@ def _charts(run) -> str:
     if run.steps.steps:
         out.append('<div class="card"><h3>Step time per step</h3>' + _legend()
                    + f'<div class="chart-box">{step_chart(run.steps.steps)}</div></div>')
+    if run.step_view.lanes:
+        out.append(_timeline(run.step_view))
     if run.ops:
         rows = [(o.name, o.self_ps, o.share, category_color(o.category), _op_title(o)) for o in run.ops]
         out.append(f'<div class="card"><h3>Top ops by self time</h3><p class="muted">{esc(op_share_basis(run))}</p>'
@@ -133,6 +134,18 @@ def _charts(run) -> str:
     if pair:
         out.append('<div class="pair">' + "".join(pair) + "</div>")
     return "\n".join(out)
+
+
+def _timeline(view) -> str:
+    """The median step up close: what each thread and stream did, and when."""
+    seen = dict.fromkeys(view.categories[e.name_id] for lane in view.lanes for e in lane.events)
+    keys = "".join(f'<span class="key"><i style="background:{event_color(c)}"></i>{esc(c)}</span>' for c in seen)
+    keys += (f'<span class="key"><i style="background:{WAIT_COLOR}"></i>input wait</span>'
+             f'<span class="key"><i style="background:{IDLE_COLOR}"></i>idle</span>')
+    return (f'<div class="card"><h3>One step up close: step {int(view.number)} ({ms(view.dur_ps)} ms)</h3>'
+            f'<p class="muted">{esc(view.note)}. A lane per thread or stream that did work, a row per nesting '
+            f'level; hover a box for its name and time.</p><div class="legend small">{keys}</div>'
+            f'<div class="chart-box">{timeline_chart(view)}</div></div>')
 
 
 def _op_title(o) -> str:

@@ -80,6 +80,9 @@ svg.chart .total { fill: var(--muted); font-size: 11px; }
 svg.hbar .label { font-family: var(--mono); font-size: 11.5px; }
 svg.hbar .value { fill: var(--muted); font-size: 11.5px; }
 svg.hbar .bar:hover rect { opacity: .8; }
+svg.timeline { min-width: 900px; }
+svg.timeline .lane-label { font-family: var(--mono); font-size: 11px; }
+svg.timeline .ev:hover { stroke: #202124; stroke-width: 1; }
 .pair { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 0 14px; align-items: start; }
 .table-box { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
