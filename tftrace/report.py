@@ -172,6 +172,7 @@ class RunReport:
     python: PythonProfile = PythonProfile()  # Python functions, where samples or tracer events exist
     error: str = ""  # set when the run could not be read; the other parts are then empty
     step_view: StepView = StepView()  # the median step's timeline, for the HTML report
+    cut_short: str = ""  # a capture window that ended early (Ctrl-C, an error): by what, after how many steps
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from tftrace.analysis.mode import run_mode
 from tftrace.analysis.step_view import step_view
 from tftrace.analysis.steps import Steps, find_steps
 from tftrace.analysis.verdict import verdict
+from tftrace.analysis.window import window_note
 from tftrace.report import Breakdown, RunReport, StepRow, StepsSummary
 from tftrace.events import Trace
 
@@ -56,6 +57,7 @@ def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: s
         notes=_notes(trace, steps, eager), host_op_ps=stats.host_self_ps, device_op_ps=stats.device_self_ps,
         per_host=host_rows(views), per_device=device_rows(trace), python=python,
         step_view=step_view(timed, tl.start, tl.dur, tl.idle, steps.numbers, timed_classes[0]),
+        cut_short=window_note(trace.sidecar, steps.count if steps.kind != "window" else 0),
     )
 
 

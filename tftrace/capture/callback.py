@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+
 import keras
 
-from tftrace.capture.session import REGIONS, ProfilerSession, _warn
+from tftrace.capture import guard, session as sessions
+from tftrace.capture.session import ProfilerSession, _warn
 from tftrace.capture.sidecar import describe
 
 _MODES = {"train": "fit", "test": "evaluate", "predict": "predict"}
-# The model attribute each mode's step runs through: wrapped while a mode runs (see _guard).
+# The model attribute each mode's step runs through: guarded while a mode runs (see _begin_mode).
 _STEP_FUNCTIONS = {"train": "train_function", "test": "test_function", "predict": "predict_function"}
 
 
@@ -31,6 +34,11 @@ class _Window:
     def enabled(self) -> bool:
         return self.first is not None
 
+    def planned(self, steps_per_execution: int) -> int:
+        """How many marked calls the window holds (one per call when a call runs several steps)."""
+        spe = steps_per_execution
+        return len([b for b in range(0, self.last + 1, spe) if b + spe - 1 >= self.first])
+
     def fit_to(self, total: int | None) -> None:
         """A short run still gets a window: pull it back inside the steps that will run."""
         if not self.enabled or not total or self.first < total:
@@ -46,6 +54,8 @@ class TraceCallback(keras.callbacks.Callback):
     Each window becomes its own run, `<log_dir>/plugins/profile/<time>_<fit|evaluate|predict>...`,
     readable by `tftrace analyze` and by TensorBoard's Profile tab. Every captured step is
     wrapped in `tf.profiler.experimental.Trace("train"|"test"|"predict", step_num=n, _r=1)`.
+    A window cut short (Ctrl-C, or an exception anywhere in the call) is saved before the
+    exception goes on, marked `cut_short` in its sidecar.
 
     Args:
         log_dir: the TensorBoard log directory.
@@ -77,18 +87,47 @@ class TraceCallback(keras.callbacks.Callback):
         self._windows: dict[str, _Window] = {}
         self._done: set[str] = set()
         self._session: ProfilerSession | None = None
+        self._session_mode = ""
         self._marker = None
         self._disabled = False
-        self._wrapped: dict[str, object] = {}
         self._in_fit = False
+        # Keras skips every end hook when something raises inside fit, evaluate or predict, so the
+        # calls an exception can pass through (the step functions, the CallbackList's hooks) are
+        # guarded while a call runs: the window is closed and kept, then the exception goes on.
+        self._guards = guard.Guards(self._abort)
+        self._sigint = guard.SigintGuard(self._interrupted)
+        self._callbacks = None  # the CallbackList that calls our hooks
+        self._modes: list[str] = []  # running now: fit's validation pass runs evaluate inside fit
 
     # -- window bookkeeping -------------------------------------------------------------------
     def _begin_mode(self, mode: str) -> None:
+        if not (mode == "test" and self._modes == ["train"]):
+            self._begin_call()  # outermost: fit, or evaluate/predict on their own
+        self._modes.append(mode)
         window = _Window(self._specs[mode], self._window_len, self._warmup)
         if window.default:  # a window the user chose is theirs; a default one adapts to short calls
             window.fit_to(self._total_steps(mode))
         self._windows[mode] = window
-        self._guard(mode)
+        self._guards.wrap(self.model, _STEP_FUNCTIONS[mode])
+
+    def _begin_call(self) -> None:
+        self._reset()  # whatever an earlier call left when it raised where no guard saw it
+        if self._callbacks is not None:
+            for attr in dir(type(self._callbacks)):
+                if attr.startswith("on_"):
+                    self._guards.wrap(self._callbacks, attr)
+
+    def _reset(self) -> None:
+        self._sigint.disarm()
+        self._guards.restore()
+        self._unmark()
+        if self._session is not None:
+            if self._session.active:
+                sessions.close_abandoned()
+            self._session = None
+        self._modes.clear()
+        self._windows.clear()
+        self._in_fit = False
 
     def _total_steps(self, mode: str) -> int | None:
         # Inside fit, params describe the fit: a validation pass's length is unknown here.
@@ -123,7 +162,7 @@ class TraceCallback(keras.callbacks.Callback):
             self._mark(mode, batch)
 
     def _batch_end(self, mode: str, batch: int) -> None:
-        self._unmark()
+        self._unmark(completed=True)
         if self._session is not None and self._session.label.startswith(_MODES[mode]):
             if batch >= self._windows[mode].last:
                 self._close(mode)
@@ -131,8 +170,16 @@ class TraceCallback(keras.callbacks.Callback):
     def _open(self, mode: str) -> None:
         label = _MODES[mode] + (f"_epoch{self._epoch + 1}" if mode == "train" else "")
         session = ProfilerSession(self.log_dir, label, **self._levels)
-        if session.start():
-            self._session = session
+        # Known before the window starts, so whoever closes it (us, the next capture, interpreter
+        # exit) saves the same sidecar.
+        session.sidecar = self._describe(mode)
+        session.planned = self._windows[mode].planned(self._steps_per_execution())
+        # The frame running the loop (Keras' fit/evaluate/predict, or the user's own): while it runs,
+        # a capture started elsewhere must leave this window alone; once gone, the window is abandoned.
+        frame = _loop_frame(self._callbacks)
+        if session.start(alive=lambda: frame is None or guard.running(frame)):
+            self._session, self._session_mode = session, mode
+            self._sigint.arm()
         else:
             self._disabled = True  # warned once; do not retry every step
 
@@ -145,23 +192,25 @@ class TraceCallback(keras.callbacks.Callback):
         except Exception:
             self._marker = None
 
-    def _unmark(self) -> None:
+    def _unmark(self, completed: bool = False) -> None:
         if self._marker is not None:
             marker, self._marker = self._marker, None
             try:
                 marker.__exit__(None, None, None)
             except Exception:
-                pass
+                return
+            if completed and self._session is not None and self._session.steps:
+                self._session.completed.append(self._session.steps[-1])
 
-    def _close(self, mode: str, reason: str = "") -> None:
+    def _close(self, mode: str, reason: str = "", cut_short: str | None = None) -> None:
+        self._sigint.disarm()
         session, self._session = self._session, None
         if session is None:
             return
         self._unmark()
         if reason:
             _warn(f"{reason}; the {session.label} profile captured so far is kept")
-        meta = self._describe(mode)
-        run = session.stop(sidecar=meta)
+        run = session.stop(cut_short=cut_short)
         if run:
             self.runs.append(run)
         if mode != "train":
@@ -170,12 +219,12 @@ class TraceCallback(keras.callbacks.Callback):
     def _describe(self, mode: str) -> dict:
         try:
             batch = (self.params or {}).get("batch_size")
-            return {**describe(self.model, mode=_MODES[mode], batch_size=batch), "regions": sorted(REGIONS)}
+            return describe(self.model, mode=_MODES[mode], batch_size=batch)
         except Exception as e:  # metadata is a bonus; never fail the capture for it
             return {"mode": _MODES[mode], "error": f"{type(e).__name__}: {e}"}
 
     def _end_mode(self, mode: str) -> None:
-        self._unguard(mode)
+        self._guards.restore(self.model, _STEP_FUNCTIONS[mode])
         w = self._windows.get(mode)
         if w is not None and w.enabled and not w.reached and not w.default and self._wanted(mode):
             _warn(f"the {_MODES[mode]} window (steps {w.first}-{w.last}) lies beyond the steps that ran; "
@@ -183,48 +232,34 @@ class TraceCallback(keras.callbacks.Callback):
         if self._session is not None and self._session.label.startswith(_MODES[mode]):
             # A default window simply ends with a short call; a chosen one deserves a warning.
             short = self._windows[mode].default and self._session.steps
-            self._close(mode, "" if short else "the window reached past the last step")
+            self._close(mode, *(() if short else ("the window reached past the last step", "end of data")))
         self._windows.pop(mode, None)
+        if mode in self._modes:
+            self._modes.remove(mode)
+        if not self._modes:
+            self._guards.restore()
 
-    # -- a step that raises must not leave the profiler running ---------------------------------
-    def _guard(self, mode: str) -> None:
-        attr = _STEP_FUNCTIONS[mode]
-        fn = getattr(self.model, attr, None)
-        if fn is None or attr in self._wrapped:
-            return
-        callback = self
-
-        def guarded(*args, **kwargs):
-            try:
-                return fn(*args, **kwargs)
-            except BaseException as e:
-                if not isinstance(e, StopIteration) and type(e).__name__ != "OutOfRangeError":
-                    callback._abort(mode, f"{_MODES[mode]} raised {type(e).__name__}")
-                raise
-
-        self._wrapped[attr] = fn
+    # -- an exception anywhere in the call must not leave the profiler running ------------------
+    def _abort(self, exc: BaseException) -> None:
+        """Something raised out of a guarded call: Keras skips the end hooks, so close the window
+        here (the exception goes on unchanged). Never raises: that would replace the user's error."""
         try:
-            setattr(self.model, attr, guarded)
-        except Exception:
-            self._wrapped.pop(attr, None)
+            self._cut(type(exc).__name__)
+            self._reset()
+        except Exception as e:
+            _warn(f"could not close the window after {type(exc).__name__} ({type(e).__name__}: {e})")
 
-    def _unguard(self, mode: str) -> None:
-        attr = _STEP_FUNCTIONS[mode]
-        fn = self._wrapped.pop(attr, None)
-        if fn is not None:
-            try:
-                setattr(self.model, attr, fn)
-            except Exception:
-                pass
+    def _interrupted(self) -> None:
+        """Ctrl-C inside a window: save it before KeyboardInterrupt unwinds (see SigintGuard)."""
+        try:
+            self._cut("KeyboardInterrupt")
+        except Exception as e:
+            _warn(f"could not close the window after KeyboardInterrupt ({type(e).__name__}: {e})")
 
-    def _abort(self, mode: str, reason: str) -> None:
-        """A step raised: Keras skips the end hooks, so tidy up here."""
-        self._unguard(mode)
+    def _cut(self, by: str) -> None:
         if self._session is not None:
-            self._close(mode, reason)
-        self._windows.pop(mode, None)
-        if mode == "train":
-            self._in_fit = False
+            mode = self._session_mode
+            self._close(mode, f"{_MODES[mode]} raised {by}", cut_short=by)
 
     # -- tf.keras (tf_keras) asks callbacks which hooks they implement; Keras 3 does not ----------
     _supports_tf_logs = False
@@ -239,9 +274,13 @@ class TraceCallback(keras.callbacks.Callback):
         return True
 
     # -- Keras hooks ----------------------------------------------------------------------------
+    def set_model(self, model):
+        super().set_model(model)
+        self._callbacks = _calling_list(self)
+
     def on_train_begin(self, logs=None):
-        self._in_fit = True
         self._begin_mode("train")
+        self._in_fit = True
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
@@ -255,7 +294,7 @@ class TraceCallback(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if self._session is not None and self._session.label.startswith("fit"):
             short = self._windows["train"].default and self._session.steps
-            self._close("train", "" if short else "the epoch ended inside the fit window")
+            self._close("train", *(() if short else ("the epoch ended inside the fit window", "epoch end")))
 
     def on_train_end(self, logs=None):
         self._end_mode("train")
@@ -284,3 +323,28 @@ class TraceCallback(keras.callbacks.Callback):
 
     def on_predict_end(self, logs=None):
         self._end_mode("predict")
+
+
+def _calling_list(callback):
+    """The CallbackList setting `callback` up (Keras 3 and tf.keras call set_model from theirs)."""
+    try:
+        frame = sys._getframe(2)
+        for _ in range(3):
+            owner = frame.f_locals.get("self")
+            if owner is not callback and any(c is callback for c in getattr(owner, "callbacks", None) or ()):
+                return owner
+            frame = frame.f_back
+    except Exception:  # no frames to inspect (other interpreters): the step functions stay guarded
+        pass
+    return None
+
+
+def _loop_frame(callbacks):
+    """The frame calling the hooks: Keras' fit/evaluate/predict, or the user's own loop."""
+    ours = (globals(), vars(guard))
+    codes = {getattr(f, "__code__", None) for k in type(callbacks).__mro__[:-1] for f in vars(k).values()} \
+        if callbacks is not None else set()
+    frame = sys._getframe(1)
+    while frame is not None and (any(frame.f_globals is g for g in ours) or frame.f_code in codes):
+        frame = frame.f_back
+    return frame

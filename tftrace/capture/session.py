@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import os
+import sys
 import tempfile
 import warnings
 
@@ -15,8 +17,23 @@ class CaptureWarning(UserWarning):
     """Something kept tftrace from capturing; the user's code goes on regardless."""
 
 
+_NOT_USER = {"tftrace", "keras", "tf_keras", "tensorflow", "contextlib", "atexit"}
+
+
 def _warn(message: str) -> None:
-    warnings.warn(f"tftrace: {message}", CaptureWarning, stacklevel=3)
+    # Shown every time, not once per line: a capture that fails again from the same notebook line
+    # must say so again. Appended, so a filter the user sets still wins.
+    if not any(f[2] is CaptureWarning for f in warnings.filters):
+        warnings.filterwarnings("always", category=CaptureWarning, append=True)
+    warnings.warn(f"tftrace: {message}", CaptureWarning, stacklevel=_user_level())
+
+
+def _user_level() -> int:
+    """The stacklevel of the first frame outside tftrace and the frameworks: the user's line."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in _NOT_USER:
+        frame, level = frame.f_back, level + 1
+    return level if frame is not None else 2
 
 
 def _profile_root(log_dir: str) -> str:
@@ -34,8 +51,23 @@ def writable(log_dir: str) -> str | None:
     return None
 
 
+# TensorFlow allows one profiler session per process. While tftrace holds it, it is here with a
+# check that the code which opened it can still close it: the next capture closes it (keeping its
+# data) when that code is gone, e.g. interrupted where no guard saw it, and interpreter exit closes
+# it in any case. The check lives here, not on the session: it may hold the opener's frame, and
+# nothing reachable from that frame may hold it back (a cycle would keep the frame, and the tf.data
+# iterators in it, alive until interpreter shutdown, where destroying them can hang).
+_open: ProfilerSession | None = None
+_open_alive = None
+_atexit_registered = False
+
+
 class ProfilerSession:
-    """One profiler window: start(), stop() -> the run folder; never raises into user code."""
+    """One profiler window: start(), stop() -> the run folder; never raises into user code.
+
+    `steps` and `completed` are the step numbers begun and finished inside the window, `planned`
+    how many it was meant to hold (None: open-ended), `sidecar` the metadata saved with it.
+    """
 
     def __init__(self, log_dir: str, label: str, host_tracer_level: int = 2,
                  python_tracer_level: int = 0, device_tracer_level: int = 1):
@@ -47,12 +79,20 @@ class ProfilerSession:
         self.run_dir: str | None = None
         self._before: set[str] = set()
         self.steps: list[int] = []
+        self.completed: list[int] = []
+        self.planned: int | None = None
+        self.sidecar: dict = {}
 
-    def start(self) -> bool:
-        """Start profiling; warn and return False if that is not possible now."""
+    def start(self, alive=None) -> bool:
+        """Start profiling; warn once and return False if that is not possible now. `alive()` says
+        whether the code that opened the window can still close it (default: always)."""
+        global _open, _open_alive
         problem = writable(self.log_dir)
         if problem:
             _warn(f"{problem}; not profiling")
+            return False
+        if not close_abandoned():
+            _warn(f"another tftrace capture ({_open.label}) is running; the {self.label} window is skipped")
             return False
         import tensorflow as tf
         self._before = set(os.listdir(_profile_root(self.log_dir)))
@@ -61,29 +101,52 @@ class ProfilerSession:
             tf.profiler.experimental.start(self.log_dir, options=options)
         except Exception as e:  # AlreadyExistsError when another session (e.g. TensorBoard's) runs
             _warn(f"could not start the profiler ({type(e).__name__}: {str(e).strip() or 'another profiler is running'}); "
-                  "this window is skipped")
+                  f"the {self.label} window is skipped")
             return False
-        self.active = True
+        self.active, _open, _open_alive = True, self, alive
+        _close_at_exit_once()
         return True
 
-    def stop(self, sidecar: dict | None = None) -> str | None:
-        """Stop profiling and name the run folder after the window; returns its path."""
+    def stop(self, sidecar: dict | None = None, cut_short: str | None = None) -> str | None:
+        """Stop profiling and name the run folder after the window; returns its path. `cut_short`
+        says what ended the window early (an exception's class name, "interpreter exit"...)."""
         if not self.active:
             return None
-        self.active = False
         import tensorflow as tf
         try:
             tf.profiler.experimental.stop()
         except Exception as e:
-            _warn(f"could not save the profile ({type(e).__name__}: {e})")
+            self._release()
+            _warn(f"could not save the {self.label} profile ({type(e).__name__}: {e})")
             return None
+        self._release()  # only now: an interrupt inside stop() leaves it for the next capture to close
         self.run_dir = self._name_run()
-        if self.run_dir and sidecar is not None:
-            try:
-                write_sidecar(self.run_dir, {**sidecar, "label": self.label, "steps": self.steps})
-            except OSError as e:
-                _warn(f"could not write the model sidecar ({e})")
+        if self.run_dir is None:
+            _warn(f"the profiler wrote no trace for the {self.label} window into {self.log_dir}")
+            return None
+        meta = {**self.sidecar, **(sidecar or {}), "label": self.label, "steps": self.steps,
+                "regions": sorted(REGIONS)}
+        if cut_short:
+            meta["cut_short"] = self._cut(cut_short)
+        try:
+            write_sidecar(self.run_dir, meta)
+        except OSError as e:
+            _warn(f"could not write the model sidecar ({e})")
         return self.run_dir
+
+    def _release(self) -> None:
+        global _open, _open_alive
+        self.active = False
+        if _open is self:
+            _open, _open_alive = None, None
+
+    def _cut(self, by: str) -> dict:
+        cut = {"by": by, "steps_completed": len(self.completed)}
+        if self.planned is not None:
+            cut["steps_planned"] = self.planned
+        if len(self.steps) > len(self.completed):  # the step that was running: in the trace, but partial
+            cut["partial_step"] = self.steps[-1]
+        return cut
 
     def _name_run(self) -> str | None:
         root = _profile_root(self.log_dir)
@@ -106,6 +169,39 @@ class ProfilerSession:
         return dst
 
 
+def close_abandoned() -> bool:
+    """Close tftrace's open session if the code that opened it is gone (keeping its profile, with
+    one warning); True if no tftrace session holds the profiler now."""
+    session, alive = _open, _open_alive
+    if session is None:
+        return True
+    try:
+        if session.active and (alive is None or alive()):
+            return False
+    except Exception:  # a liveness check that fails cannot prove the owner alive
+        pass
+    run = session.stop(cut_short="unknown")
+    if run:
+        _warn(f"an earlier {session.label} window was left open by an interruption tftrace did not see; "
+              f"it is closed now and its profile kept in {run}")
+    return _open is None
+
+
+def _close_at_exit_once() -> None:
+    global _atexit_registered
+    if not _atexit_registered:
+        atexit.register(_close_at_exit)
+        _atexit_registered = True
+
+
+def _close_at_exit() -> None:
+    session = _open
+    if session is not None and session.active:
+        run = session.stop(cut_short="interpreter exit")
+        if run:
+            _warn(f"the {session.label} window was still open at interpreter exit; its profile is kept in {run}")
+
+
 _step_counter = itertools.count()
 # Names passed to region(): the sidecar lists them so analysis can tell them from TF's own events.
 REGIONS: set[str] = set()
@@ -116,8 +212,13 @@ def step(name: str = "train", step_num: int | None = None):
     """Mark one iteration of a loop as a step that tftrace and TensorBoard's profiler both find."""
     import tensorflow as tf
     number = next(_step_counter) if step_num is None else int(step_num)
+    session = _open  # counted into a tftrace capture's sidecar, so a cut-short one knows how far it got
     with tf.profiler.experimental.Trace(name, step_num=number, _r=1):
+        if session is not None:
+            session.steps.append(number)
         yield number
+    if session is not None:
+        session.completed.append(number)
 
 
 @contextlib.contextmanager
@@ -139,7 +240,8 @@ class trace(contextlib.ContextDecorator):
                     model(x)
 
     Levels are the profiler's own: `python_tracer_level=1` makes pure-Python input work
-    (image loading, augmentation) visible. Nothing here ever raises into the traced code.
+    (image loading, augmentation) visible. Nothing here ever raises into the traced code; a block
+    that raises (Ctrl-C included) keeps what it captured, marked as cut short in its sidecar.
     """
 
     def __init__(self, log_dir: str, label: str = "trace", host_tracer_level: int = 2,
@@ -148,19 +250,29 @@ class trace(contextlib.ContextDecorator):
         self.model = model
         self.session: ProfilerSession | None = None
         self.run_dir: str | None = None
+        self._entered: list[ProfilerSession] = []  # a decorated function may call itself
 
     def __enter__(self) -> "trace":
-        self.session = ProfilerSession(*self._args)
-        self.session.start()
+        session = self.session = ProfilerSession(*self._args)
+        session.sidecar = {"mode": "trace"}
+        session.start()  # never abandoned: __exit__ runs however the block ends
+        self._entered.append(session)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        if self.session is not None:
-            from tftrace.capture.sidecar import describe
-            meta = describe(self.model, mode="trace") if self.model is not None else {"mode": "trace"}
-            meta["regions"] = sorted(REGIONS)
-            if exc_type is not None:
+        session = self._entered.pop() if self._entered else None
+        if session is not None and session.active:
+            if exc_type is not None and not issubclass(exc_type, GeneratorExit):  # a generator closed early: no error
                 _warn(f"the traced block raised {exc_type.__name__}; the profile captured so far is kept")
-            self.run_dir = self.session.stop(sidecar=meta)
+            self.run_dir = session.stop(sidecar=self._describe(),
+                                        cut_short=exc_type.__name__ if exc_type is not None else None)
         return False
 
+    def _describe(self) -> dict:
+        if self.model is None:
+            return {"mode": "trace"}
+        try:
+            from tftrace.capture.sidecar import describe
+            return describe(self.model, mode="trace")
+        except Exception as e:  # metadata is a bonus; never fail the capture for it
+            return {"mode": "trace", "error": f"{type(e).__name__}: {e}"}

@@ -62,6 +62,9 @@ def _header(run) -> str:
     cells = "".join(f'<div class="fact"><dt>{esc(k)}</dt><dd>{esc(v)}'
                     + (f' <small>{esc(sub[0])}</small>' if sub else "") + "</dd></div>" for k, v, *sub in facts)
     note = f'<p class="muted">{esc(st.note)}</p>' if st.note else ""
+    if run.cut_short:
+        note += f'<p class="cut-short"><strong>Cut short:</strong> {esc(run.cut_short)}</p>'
+
     return f'{head}<dl class="facts">{cells}</dl>{note}'
 
 

@@ -29,6 +29,7 @@ code, .mono { font-family: var(--mono); font-size: 12.5px; }
 code { background: #f1f3f4; border-radius: 3px; padding: 1px 4px; }
 code.path { color: var(--muted); background: none; padding: 0; word-break: break-all; }
 .muted { color: var(--muted); }
+.cut-short { border-left: 3px solid #f28e2b; padding: 4px 10px; background: #fff6ec; }
 dl.facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 1px;
   background: var(--line); border: 1px solid var(--line); border-radius: 8px; overflow: hidden; margin: 14px 0; }
 .fact { background: var(--card); padding: 8px 12px; }

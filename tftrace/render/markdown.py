@@ -41,6 +41,8 @@ def _run(run) -> list[str]:
         out.append(f"- steps: none found ({_cell(st.source)})")
     if st.note:
         out.append(f"- {_cell(st.note)}")
+    if run.cut_short:
+        out.append(f"- **cut short:** {_cell(run.cut_short)}")
     out.append("")
     if run.verdict.text:
         out += [f"**Verdict ({run.verdict.bound}-bound):** {_cell(run.verdict.text)}", ""]

@@ -44,6 +44,8 @@ def _run(console: Console, run) -> None:
         console.print(f"  steps: none found ({escape(st.source)})")
     if st.note:
         console.print(f"  [dim]{escape(st.note)}[/dim]")
+    if run.cut_short:
+        console.print(f"  [yellow]cut short:[/yellow] {escape(run.cut_short)}")
     b = run.breakdown
     if any((b.input, b.compute, b.host_overhead, b.idle)):
         parts = "   ".join(f"{PART_LABELS[k]} {pct(getattr(b, k))}" for k in PART_LABELS)
