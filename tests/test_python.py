@@ -47,3 +47,139 @@ def test_runs_without_python_data_have_an_empty_python_table():
 ])
 def test_code_is_told_apart_from_libraries(path, owner):
     assert code_owner(path) == owner
+
+
+# -- python=True on real Keras runs --------------------------------------------------------------
+tf = pytest.importorskip("tensorflow")
+keras = pytest.importorskip("keras")
+import glob  # noqa: E402
+import threading  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import tftrace  # noqa: E402
+from tftrace.capture.sampler import SAMPLES_FILE  # noqa: E402
+from tftrace.capture.session import CaptureWarning  # noqa: E402
+
+
+def jitter_and_blur(batch):
+    """The user's own augmentation: slow per-pixel numpy work, one batch at a time."""
+    out = batch
+    for _ in range(12):
+        out = np.clip(out + np.random.default_rng(0).normal(0, 0.01, out.shape), 0, 1)
+        out = (out + np.roll(out, 1, axis=1) + np.roll(out, 1, axis=2)) / 3
+    return out.astype("float32")
+
+
+def load_image(path):
+    """The user's own loading: decode and resize, done in Python before each call."""
+    img = np.load(path).astype("float32") / 255.0
+    for _ in range(6):
+        img = (img + np.roll(img, 1, axis=0)) / 2
+    return img.reshape(16, 16, 16, 16, 3).mean(axis=(1, 3))[None]
+
+
+class Augmented(keras.utils.PyDataset):
+    def __init__(self, x, y):
+        super().__init__()
+        self.x, self.y = x, y
+
+    def __len__(self):
+        return len(self.x) // 8
+
+    def __getitem__(self, i):
+        return jitter_and_blur(self.x[i * 8:(i + 1) * 8]), self.y[i * 8:(i + 1) * 8]
+
+
+def _model(shape=(32, 32, 3)):
+    model = keras.Sequential([keras.Input(shape), keras.layers.Flatten(), keras.layers.Dense(4)])
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def _data(n=96):
+    rng = np.random.default_rng(0)
+    return rng.random((n, 32, 32, 3)).astype("float32"), rng.integers(0, 4, n)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Three captures with python=True: fit from a PyDataset, fit from from_generator, and a
+    predict loop that loads each image itself."""
+    tmp = tmp_path_factory.mktemp("python")
+    x, y = _data()
+    out = {}
+    model = _model()
+    cb = tftrace.TraceCallback(str(tmp / "pydataset"), fit_steps=(2, 8), evaluate_steps=None, predict_steps=None,
+                               python=True)
+    model.fit(Augmented(x, y), epochs=1, verbose=0, callbacks=[cb])
+    out["pydataset"] = cb.runs[0]
+
+    def batches():
+        while True:
+            for i in range(0, len(x), 8):
+                yield jitter_and_blur(x[i:i + 8]), y[i:i + 8]
+    spec = (tf.TensorSpec((None, 32, 32, 3)), tf.TensorSpec((None,), tf.int64))
+    ds = tf.data.Dataset.from_generator(batches, output_signature=spec)
+    cb = tftrace.TraceCallback(str(tmp / "generator"), fit_steps=(2, 8), evaluate_steps=None, predict_steps=None,
+                               python=True)
+    model.fit(ds, steps_per_epoch=10, epochs=1, verbose=0, callbacks=[cb])
+    out["generator"] = cb.runs[0]
+
+    paths = []
+    for i in range(8):
+        paths.append(str(tmp / f"img{i}.npy"))
+        np.save(paths[-1], (np.random.default_rng(i).random((256, 256, 3)) * 255).astype("uint8"))
+    small = _model((16, 16, 3))
+    small.predict_on_batch(load_image(paths[0]))
+    with tftrace.trace(str(tmp / "loop"), label="loop", python=True) as t:
+        for path in paths:
+            small.predict_on_batch(load_image(path))
+    out["loop"] = t.run_dir
+    return out
+
+
+@pytest.mark.parametrize("kind", ["pydataset", "generator"])
+def test_the_top_bottleneck_names_the_users_augmentation_in_the_input_pipeline(runs, kind):
+    assert os.path.isfile(os.path.join(runs[kind], SAMPLES_FILE))
+    run = analyze(runs[kind]).runs[0]
+    top = run.bottlenecks[0]
+    assert top.kind == "input" and "jitter_and_blur" in top.title and "test_python.py" in top.evidence
+    rows = [r for r in run.python.rows if r.function == "jitter_and_blur"]
+    assert rows and all(r.thread == "input pipeline" and r.owner == "user" for r in rows)
+    assert "sampled every 5 ms" in run.python.source
+    assert any(n.function == "jitter_and_blur" for n in run.python.flame if n.thread == "input pipeline")
+
+
+def test_a_predict_loop_names_the_users_loading_function(runs):
+    run = analyze(runs["loop"]).runs[0]
+    assert run.steps.count == 8 and run.steps.source == "function 'one_step_on_data_distributed'"
+    top = run.bottlenecks[0]
+    assert top.kind == "idle" and "load_image" in top.title and "test_python.py" in top.evidence
+    load = next(r for r in run.python.rows if r.function == "load_image")
+    assert load.thread == "main" and load.where == "between steps" and load.owner == "user"
+
+
+def test_without_the_option_nothing_is_sampled(tmp_path):
+    x, y = _data(48)
+    cb = tftrace.TraceCallback(str(tmp_path), fit_steps=(1, 3), evaluate_steps=None, predict_steps=None)
+    _model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[cb])
+    assert not glob.glob(os.path.join(cb.runs[0], SAMPLES_FILE))
+    assert analyze(cb.runs[0]).runs[0].python.rows == ()
+
+
+def test_a_clash_with_another_profiler_warns_once_and_training_goes_on(tmp_path):
+    x, y = _data(48)
+    before = threading.active_count()
+    tf.profiler.experimental.start(str(tmp_path / "theirs"))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cb = tftrace.TraceCallback(str(tmp_path / "ours"), fit_steps=(1, 3), python=True)
+            history = _model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[cb])
+    finally:
+        tf.profiler.experimental.stop()
+    assert len(history.history["loss"]) == 1 and not cb.runs
+    assert len([w for w in caught if issubclass(w.category, CaptureWarning)]) == 1
+    assert threading.active_count() <= before  # no sampler left running

@@ -18,13 +18,17 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 _FORMATS = "|".join(FORMATS)
 
 
-@app.callback()
-def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
-    """tftrace: analyze and compare TensorFlow profiler traces."""
+def _print_version(version: bool) -> None:
     if version:
         from tftrace import __version__
         typer.echo(__version__)
         raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """tftrace: analyze and compare TensorFlow profiler traces."""
 
 
 def _fail(message: str) -> None:
@@ -57,8 +61,8 @@ def analyze(
     fmt: str = typer.Option("text", "--format", "-f", help=f"Output format: {_FORMATS}."),
     top: int = typer.Option(15, "--top", "-n", min=1, help="How many ops, layers and categories to list."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
-    table: str = typer.Option("ops", "--table", help="With --format csv: ops, layers, categories, stages, steps, "
-                              "or all (one file each: OUTPUT_<table>.csv)."),
+    table: str = typer.Option("ops", "--table", help="With --format csv: ops, layers, categories, stages, steps, hosts, "
+                              "devices, python, or all (one file each: OUTPUT_<table>.csv)."),
     tensorboard: bool = typer.Option(True, "--tensorboard/--no-tensorboard",
                                      help="Also write the results into the logdir as a TensorBoard run."),
     ops: str = typer.Option("all", "--ops", help="Which ops the op table lists: all, host or device "

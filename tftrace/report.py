@@ -122,6 +122,7 @@ class PythonRow:
     self_ps: int  # innermost frame
     total_ps: int  # anywhere on the stack
     share: float  # self time of all sampled Python time (PythonProfile.total_ps)
+    own_ps: int = 0  # your code: innermost of your functions (library calls it makes count to it)
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from tftrace.report import FlameNode, PythonProfile, PythonRow
 # Keras' generator and PyDataset adapters).
 _INPUT_FILES = ("from_generator_op.py", "script_ops.py", "py_dataset_adapter.py", "generator_data_adapter.py")
 _TRACER_EVENT = re.compile(r"^\$(?:(?P<file>\S+?):(?P<line>\d+) )?(?P<name>.+)$")
+_FRAMEWORKS = {"keras", "tf_keras", "tensorflow", "tftrace", "jax", "jaxlib", "torch"}
 FLAME_MIN = 0.005  # icicle boxes under 0.5% of their thread's time are left out
 FLAME_DEPTH = 40
-TOP = 25
 
 
 @dataclass(frozen=True)
@@ -37,14 +37,18 @@ class _Sample:
     frames: list[tuple[str, int, str]]
 
 
-def python_profile(trace: Trace, starts: np.ndarray, ends: np.ndarray, top: int | None = TOP) -> PythonProfile:
+def python_profile(trace: Trace, starts: np.ndarray, ends: np.ndarray, top: int | None = None) -> PythonProfile:
+    """Every function's row (or the `top` first), ranked; an empty profile without Python data."""
     samples = _from_sampler(trace) or _from_tracer(trace)
     if samples is None:
         return PythonProfile()
     where = _placement(samples, starts, ends)
     rows = _rows(samples, where)
     total = int(samples.weight.sum())
-    ranked = sorted(rows, key=lambda r: (-r.total_ps, -r.self_ps, r.function, r.file, r.thread, r.where))
+    # Ranked by the time spent in a function itself, or for your code, in it and the library calls
+    # it makes: outer frames (the test runner, fit's loop) are on every stack and say nothing.
+    ranked = sorted(rows, key=lambda r: (-max(r.self_ps, r.own_ps), -r.total_ps, r.function, r.file, r.thread,
+                                         r.where))
     if isinstance(trace.python_samples, dict):
         source = f"stacks of every thread sampled every {trace.python_samples.get('interval_s', 0) * 1e3:g} ms"
     else:
@@ -61,7 +65,8 @@ def _from_sampler(trace: Trace) -> _Sample | None:
     step = np.diff(ticks, prepend=ticks[0] - int(data["interval_s"] * 1e9))
     cap = int(4 * data["interval_s"] * 1e9)  # a stalled sampler must not inflate one sample
     tick_weight = np.minimum(step, cap) * 1000
-    frames = [tuple(f) for f in data["frames"]]
+    roots = {k: v for k, v in (data.get("roots") or {}).items() if isinstance(v, str) and v}
+    frames = [(_owned(f[0], roots), *f[1:]) for f in data["frames"]]
     stacks = [tuple(s) for s in data["stacks"]]
     names = data.get("threads", {})
     tick, thread, stack = [], [], []
@@ -71,6 +76,15 @@ def _from_sampler(trace: Trace) -> _Sample | None:
         thread.append(_role(names.get(str(ident), ""), stacks[sid], frames))
     tick = np.asarray(tick, np.int64)
     return _Sample(tick_weight[tick], (ticks[tick] - start_ns) * 1000, thread, stack, frames)
+
+
+def _owned(file: str, roots: dict[str, str]) -> str:
+    """A file under a library's own folder (tftrace installed editable), written so that
+    code_owner sees a package: `<site-packages>/tftrace/...`."""
+    for name, root in roots.items():
+        if file.startswith(root.rstrip("/") + "/"):
+            return "<site-packages>/" + name + "/" + file[len(root.rstrip("/")) + 1:]
+    return file
 
 
 def _role(thread_name: str, stack: tuple[int, ...], frames) -> str:
@@ -140,19 +154,38 @@ def _placement(samples: _Sample, starts: np.ndarray, ends: np.ndarray) -> list[s
 def _rows(samples: _Sample, where: list[str]) -> list[PythonRow]:
     self_ps: dict = defaultdict(int)
     total_ps: dict = defaultdict(int)
+    own_ps: dict = defaultdict(int)
+    owners = [code_owner(f[0]) for f in samples.frames]
+    user = [o == "user" for o in owners]
+    framework = [o in _FRAMEWORKS for o in owners]
     for w, stack, thread, place in zip(samples.weight.tolist(), samples.stack, samples.thread, where):
         if not stack:
             continue
         self_ps[(stack[-1], thread, place)] += w
         for f in set(stack):
             total_ps[(f, thread, place)] += w
+        inner = _own(stack, user, framework)
+        if inner is not None:
+            own_ps[(inner, thread, place)] += w
     grand = max(int(samples.weight.sum()), 1)
     rows = []
     for (f, thread, place), total in total_ps.items():
         file, line, name = samples.frames[f]
         own = self_ps.get((f, thread, place), 0)
-        rows.append(PythonRow(name, file, line, thread, place, code_owner(file), own, total, round(own / grand, 6)))
+        rows.append(PythonRow(name, file, line, thread, place, code_owner(file), own, total, round(own / grand, 6),
+                              own_ps.get((f, thread, place), 0)))
     return rows
+
+
+def _own(stack: tuple[int, ...], user: list[bool], framework: list[bool]) -> int | None:
+    """The user's function this sample's time is spent in: the innermost of theirs, unless it
+    called into the framework (then the time is Keras' or TensorFlow's, called from their code)."""
+    for i in range(len(stack) - 1, -1, -1):
+        if framework[stack[i]]:
+            return None
+        if user[stack[i]]:
+            return stack[i]
+    return None
 
 
 def code_owner(file: str) -> str:
@@ -160,11 +193,11 @@ def code_owner(file: str) -> str:
     for the standard library, or `unknown` where the file has no folder to tell by (the Python
     tracer writes base names only)."""
     path = file.replace("\\", "/")
-    if path.startswith("<") or path == "builtins":
+    if (path.startswith("<") and not path.startswith("<site-packages>/")) or path == "builtins":
         return "python"
     if "/" not in path:
         return "unknown"
-    for marker in ("/site-packages/", "/dist-packages/"):
+    for marker in ("/site-packages/", "/dist-packages/", "<site-packages>/"):
         if marker in path:
             return path.split(marker, 1)[1].split("/", 1)[0].removesuffix(".py")
     if path.startswith("<") or re.search(r"/lib/python3[.\d]*/", path):
@@ -173,15 +206,19 @@ def code_owner(file: str) -> str:
 
 
 def hottest(profile: PythonProfile, places: tuple[str, ...]) -> tuple[PythonRow, float] | None:
-    """The user's function that takes the most time in these places (else the hottest function
-    by self time there), with its share of those places' time."""
+    """The user's function that the most time in these places is spent in (innermost of the
+    user's functions on the stack; else the hottest function by self time there), with its share
+    of those places' time."""
     rows = [r for r in profile.rows if r.where in places]
     if not rows:
         return None
     place_total = sum(r.self_ps for r in rows) or 1
-    user = [r for r in rows if r.owner == "user"]
-    best = max(user, key=lambda r: (r.total_ps, r.function)) if user else max(rows, key=lambda r: (r.self_ps, r.function))
-    return best, min(best.total_ps / place_total, 1.0)
+    user = [r for r in rows if r.owner == "user" and r.own_ps]
+    if user:
+        best = max(user, key=lambda r: (r.own_ps, r.function))
+        return best, min(best.own_ps / place_total, 1.0)
+    best = max(rows, key=lambda r: (r.self_ps, r.function))
+    return best, min(best.self_ps / place_total, 1.0)
 
 
 def _flame(samples: _Sample) -> tuple[FlameNode, ...]:

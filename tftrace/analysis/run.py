@@ -47,7 +47,7 @@ def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: s
     mode, mode_source = run_mode(timed, steps, table)
     eager = _is_eager(table)
     pipeline = input_pipeline(trace, top)
-    python = python_profile(timed, tl.start, tl.start + tl.dur, top)
+    python = python_profile(timed, tl.start, tl.start + tl.dur)  # all rows: the findings look through them
     found = bottlenecks(parts, tl, ov, stats, pipeline, mode, eager, _keras_loop(steps, mode), straggler(views), python)
     return RunReport(
         path=trace.path, name=name, hosts=trace.hosts, devices=trace.devices, mode=mode, mode_source=mode_source,
@@ -55,7 +55,8 @@ def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: s
         verdict=verdict(parts, tl.wall_ps > 0, tl.device_busy is not None), bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
         notes=_notes(trace, steps, eager), host_op_ps=stats.host_self_ps, device_op_ps=stats.device_self_ps,
-        per_host=host_rows(views), per_device=device_rows(trace), python=python,
+        per_host=host_rows(views), per_device=device_rows(trace),
+        python=dataclasses.replace(python, rows=python.rows[:top] if top else python.rows),
         step_view=step_view(timed, tl.start, tl.dur, tl.idle, steps.numbers, timed_classes[0]),
         cut_short=window_note(trace.sidecar, steps.count if steps.kind != "window" else 0),
     )

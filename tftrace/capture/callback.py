@@ -69,13 +69,21 @@ class TraceCallback(keras.callbacks.Callback):
         host_tracer_level, python_tracer_level, device_tracer_level: the profiler's levels.
             (TensorFlow 2.21 ignores levels passed from Python: it logs "host_tracer_level
             expects an i value" and profiles at its defaults; they are passed on regardless.)
+        python: also sample every thread's Python stacks while a window is open (True: every
+            5 ms; a number: that interval in seconds), so the report names the Python
+            functions behind input and per-step time, tf.data's threads included.
+        server_port: start TensorFlow's profiler server on this port when training begins, so
+            `tftrace capture host:port ...` can capture this worker from outside.
     """
 
     def __init__(self, log_dir: str, fit_steps=True, epochs=(0,), evaluate_steps=True, predict_steps=True,
                  warmup: int = 2, window: int = 5, host_tracer_level: int = 2, python_tracer_level: int = 0,
-                 device_tracer_level: int = 1, max_windows: int = 8):
+                 device_tracer_level: int = 1, max_windows: int = 8, python: bool | float = False,
+                 server_port: int | None = None):
         super().__init__()
         self.log_dir = str(log_dir)
+        self.python = python
+        self.server_port = server_port
         self.epochs = None if epochs is None else set(epochs)
         self._specs = {"train": fit_steps, "test": evaluate_steps, "predict": predict_steps}
         self._warmup, self._window_len = warmup, window
@@ -169,7 +177,7 @@ class TraceCallback(keras.callbacks.Callback):
 
     def _open(self, mode: str) -> None:
         label = _MODES[mode] + (f"_epoch{self._epoch + 1}" if mode == "train" else "")
-        session = ProfilerSession(self.log_dir, label, **self._levels)
+        session = ProfilerSession(self.log_dir, label, **self._levels, python=self.python)
         # Known before the window starts, so whoever closes it (us, the next capture, interpreter
         # exit) saves the same sidecar.
         session.sidecar = self._describe(mode)
@@ -277,6 +285,8 @@ class TraceCallback(keras.callbacks.Callback):
     def set_model(self, model):
         super().set_model(model)
         self._callbacks = _calling_list(self)
+        if self.server_port is not None:
+            _serve(self.server_port)
 
     def on_train_begin(self, logs=None):
         self._begin_mode("train")
@@ -348,3 +358,19 @@ def _loop_frame(callbacks):
     while frame is not None and (any(frame.f_globals is g for g in ours) or frame.f_code in codes):
         frame = frame.f_back
     return frame
+
+
+_serving: set[int] = set()
+
+
+def _serve(port: int) -> None:
+    """Start TensorFlow's profiler server once per process (a second start on the port fails)."""
+    if port in _serving:
+        return
+    import tensorflow as tf
+    try:
+        tf.profiler.experimental.server.start(int(port))
+        _serving.add(port)
+    except Exception as e:
+        _warn(f"could not start the profiler server on port {port} ({type(e).__name__}: {e}); "
+              "tftrace capture will not reach this worker")

@@ -87,7 +87,10 @@ class PythonSampler:
         return sid, leaf_line
 
     def to_dict(self) -> dict:
-        return {"version": 1, "clock": "unix_ns", "interval_s": self.interval_s, "pid": os.getpid(),
+        # Folders whose code is a library's though it is not installed as one (tftrace itself,
+        # when installed editable): analysis must not take it for the user's code.
+        roots = {"tftrace": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+        return {"version": 1, "clock": "unix_ns", "interval_s": self.interval_s, "pid": os.getpid(), "roots": roots,
                 "sampler_busy_ns": self.busy_ns, "frames": self.frames, "stacks": self.stacks,
                 "ticks": self.ticks, "threads": {str(k): v for k, v in self.thread_names.items()},
                 "samples": self.samples}

@@ -70,11 +70,16 @@ class ProfilerSession:
     """
 
     def __init__(self, log_dir: str, label: str, host_tracer_level: int = 2,
-                 python_tracer_level: int = 0, device_tracer_level: int = 1):
+                 python_tracer_level: int = 0, device_tracer_level: int = 1, python: bool | float = False):
         self.log_dir = os.fspath(log_dir)
         self.label = label
-        self.levels = dict(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level,
+        # `python`: also sample every thread's Python stacks (True: every 5 ms; a number: that
+        # interval in seconds), and ask for TF's Python tracer where a TF version honours it.
+        self.python = python
+        self.levels = dict(host_tracer_level=host_tracer_level,
+                           python_tracer_level=max(python_tracer_level, int(bool(python))),
                            device_tracer_level=device_tracer_level)
+        self._sampler = None
         self.active = False
         self.run_dir: str | None = None
         self._before: set[str] = set()
@@ -105,7 +110,31 @@ class ProfilerSession:
             return False
         self.active, _open, _open_alive = True, self, alive
         _close_at_exit_once()
+        self._start_sampler()
         return True
+
+    def _start_sampler(self) -> None:
+        if not self.python:
+            return
+        from tftrace.capture.sampler import DEFAULT_INTERVAL_S, PythonSampler
+        interval = DEFAULT_INTERVAL_S if self.python is True else float(self.python)
+        try:
+            self._sampler = PythonSampler(interval)
+            self._sampler.start()
+        except Exception as e:  # the trace is worth having without the samples
+            self._sampler = None
+            _warn(f"could not sample Python stacks ({type(e).__name__}: {e}); the {self.label} trace goes on without")
+
+    def _save_samples(self) -> None:
+        sampler, self._sampler = self._sampler, None
+        if sampler is None:
+            return
+        sampler.stop()
+        if self.run_dir is not None:
+            try:
+                sampler.save(self.run_dir)
+            except OSError as e:
+                _warn(f"could not save the Python samples ({e})")
 
     def stop(self, sidecar: dict | None = None, cut_short: str | None = None) -> str | None:
         """Stop profiling and name the run folder after the window; returns its path. `cut_short`
@@ -117,10 +146,12 @@ class ProfilerSession:
             tf.profiler.experimental.stop()
         except Exception as e:
             self._release()
+            self._save_samples()
             _warn(f"could not save the {self.label} profile ({type(e).__name__}: {e})")
             return None
         self._release()  # only now: an interrupt inside stop() leaves it for the next capture to close
         self.run_dir = self._name_run()
+        self._save_samples()
         if self.run_dir is None:
             _warn(f"the profiler wrote no trace for the {self.label} window into {self.log_dir}")
             return None
@@ -239,14 +270,17 @@ class trace(contextlib.ContextDecorator):
                 with tftrace.step("predict", i):
                     model(x)
 
-    Levels are the profiler's own: `python_tracer_level=1` makes pure-Python input work
-    (image loading, augmentation) visible. Nothing here ever raises into the traced code; a block
-    that raises (Ctrl-C included) keeps what it captured, marked as cut short in its sidecar.
+    `python=True` also samples every thread's Python stacks (every 5 ms; a number sets the
+    interval in seconds), so the report names the Python functions behind input, loading and
+    per-call time. Levels are the profiler's own (TensorFlow 2.21 ignores them from Python).
+    Nothing here ever raises into the traced code; a block that raises (Ctrl-C included) keeps
+    what it captured, marked as cut short in its sidecar.
     """
 
     def __init__(self, log_dir: str, label: str = "trace", host_tracer_level: int = 2,
-                 python_tracer_level: int = 0, device_tracer_level: int = 1, model=None):
-        self._args = (log_dir, label, host_tracer_level, python_tracer_level, device_tracer_level)
+                 python_tracer_level: int = 0, device_tracer_level: int = 1, model=None,
+                 python: bool | float = False):
+        self._args = (log_dir, label, host_tracer_level, python_tracer_level, device_tracer_level, python)
         self.model = model
         self.session: ProfilerSession | None = None
         self.run_dir: str | None = None
