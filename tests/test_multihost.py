@@ -20,13 +20,20 @@ pytest.importorskip("tensorflow")
 pytest.importorskip("xprof")
 
 # A worker: a small Keras model trained from a generator, with TensorFlow's profiler server on a
-# port. `delay` sleeps in the input pipeline (a slow disk).
+# port, started by TraceCallback(server_port=) or by hand. `delay` sleeps in the input pipeline
+# (a slow disk).
 WORKER = r'''
 import os, sys, time
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 import numpy as np, keras, tensorflow as tf
-port, delay = int(sys.argv[1]), float(sys.argv[2])
-tf.profiler.experimental.server.start(port)
+import tftrace
+port, delay, how = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+callbacks = []
+if how == "callback":  # no window of its own: it only serves the profiler
+    callbacks = [tftrace.TraceCallback(sys.argv[4], fit_steps=None, evaluate_steps=None, predict_steps=None,
+                                       server_port=port)]
+else:
+    tf.profiler.experimental.server.start(port)
 x = np.random.default_rng(0).random((64, 8)).astype("float32")
 y = np.random.default_rng(1).integers(0, 3, 64)
 def batches():
@@ -38,18 +45,18 @@ spec = (tf.TensorSpec((None, 8)), tf.TensorSpec((None,), tf.int64))
 ds = tf.data.Dataset.from_generator(batches, output_signature=spec)
 model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(3)])
 model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-model.fit(ds, steps_per_epoch=20, epochs=1, verbose=0)  # warm up: tracing
+model.fit(ds, steps_per_epoch=20, epochs=1, verbose=0, callbacks=callbacks)  # warm up: tracing
 print("ready", flush=True)
-model.fit(ds, steps_per_epoch=100000, epochs=1, verbose=0)
+model.fit(ds, steps_per_epoch=100000, epochs=1, verbose=0, callbacks=callbacks)
 '''
 
 
-def _start(tmp_path, name: str, delay: float):
+def _start(tmp_path, name: str, delay: float, how: str = "server"):
     port = free_port()
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     log = open(tmp_path / f"{name}.log", "w")
-    proc = subprocess.Popen([sys.executable, str(script), str(port), str(delay)], stdout=log,
+    proc = subprocess.Popen([sys.executable, str(script), str(port), str(delay), how, str(tmp_path / name)], stdout=log,
                             stderr=subprocess.STDOUT, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     return proc, port, tmp_path / f"{name}.log"
 
@@ -70,7 +77,7 @@ def captured(tmp_path_factory):
     """Two workers (one with a slow input pipeline), a third that dies during the capture, and
     an address where nothing listens, all captured by one `tftrace capture`."""
     tmp = tmp_path_factory.mktemp("multihost")
-    workers = [_start(tmp, "fast", 0.0), _start(tmp, "slow", 0.015), _start(tmp, "dying", 0.0)]
+    workers = [_start(tmp, "fast", 0.0, how="callback"), _start(tmp, "slow", 0.015), _start(tmp, "dying", 0.0)]
     try:
         _wait_ready(workers)
         addresses = ",".join(f"127.0.0.1:{port}" for _p, port, _l in workers) + f",127.0.0.1:{free_port()}"
