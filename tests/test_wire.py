@@ -10,7 +10,7 @@ import pytest
 from conftest import BROKEN, SAMPLE_RUNS, sample_file, public_traces
 from tftrace.analysis.sums import exact_sums
 from tftrace.xplane import wire
-from tftrace.xplane.lines import LINE_PADDING, decode_line
+from tftrace.xplane.lines import decode_line
 from tftrace.xplane.schema import XSpace
 
 FILES = [p for p in public_traces() if p.endswith(".xplane.pb") and p != BROKEN] + \
@@ -29,7 +29,7 @@ def test_decoded_lines_match_the_protobuf_parse(path):
             line_fields = [p for p in wire.fields(wf, fd.start, fd.end) if p.number == 3]
             assert len(line_fields) == len(plane.lines)
             for line, lf in zip(plane.lines, line_fields):
-                got = decode_line(wire.padded_value(wf, lf, LINE_PADDING))
+                got = decode_line(wire.value(wf, lf))
                 assert (got.name, got.display_name) == (line.name, line.display_name)
                 want = np.array([(e.metadata_id, e.offset_ps, e.duration_ps) for e in line.events],
                                 np.int64).reshape(-1, 3)

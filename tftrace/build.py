@@ -69,8 +69,9 @@ class TraceBuilder:
         n = len(name)
         if n == 0:
             return
-        chunk = {"line": np.full(n, len(self._lines), np.int32), "name": name.astype(np.int32),
-                 "start_ps": start_ps.astype(np.int64), "dur_ps": dur_ps.astype(np.int64)}
+        # Kept as given when already of the right type: a copy here would double a large line.
+        chunk = {"line": np.full(n, len(self._lines), np.int32), "name": np.asarray(name, np.int32),
+                 "start_ps": np.asarray(start_ps, np.int64), "dur_ps": np.asarray(dur_ps, np.int64)}
         self._lines.append(info)
         self._chunks.append(chunk)
         self._stats.append(_sparse_stats(stats or {}, n, self._offset))

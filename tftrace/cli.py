@@ -81,6 +81,8 @@ def analyze(
         _fail("--table all writes one file per table: give --output (a file name to derive them from)")
     try:
         from tftrace.api import analyze as run_analysis
+        from tftrace.malloc import keep_freed_memory
+        keep_freed_memory()
         with _progress() as progress:
             report = run_analysis(path, top=top, progress=progress, ops=ops)
     except TftraceError as e:
@@ -114,6 +116,8 @@ def diff(
     from tftrace.render.diff import render_diff
     try:
         from tftrace.api import diff as run_diff
+        from tftrace.malloc import keep_freed_memory
+        keep_freed_memory()
         result = run_diff(baseline, candidate, top=top, fail_if_slower=fail_if_slower)
     except TftraceError as e:
         _fail(str(e))

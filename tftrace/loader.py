@@ -14,7 +14,7 @@ from tftrace.errors import TraceReadError
 from tftrace.logdir import Run, find_runs, host_from_file
 from tftrace.events import Trace
 from tftrace.xplane.read import read_xspace
-from tftrace.xplane.trace_json import add_trace_json, load_trace_json
+from tftrace.xplane.trace_json import read_trace_json
 
 
 
@@ -34,7 +34,7 @@ def load_run(run: Run, progress=None) -> Trace:
             if path.endswith(".xplane.pb"):
                 read_xspace(path, builder, progress, host_from_file(path) if by_file else None)
             else:
-                add_trace_json(builder, load_trace_json(path), host_from_file(path))
+                read_trace_json(path, builder, host_from_file(path))
         except TraceReadError as e:
             builder.rollback(mark)
             problems.append(e)

@@ -1,11 +1,11 @@
 """Decode one XLine's bytes into numpy arrays: the one pass over a trace's events.
 
 A line is a few header fields and a long run of `events` (field 4), each an XEvent message
-whose first fields are metadata_id (1), offset_ps (2) and duration_ps (3). One tight Python loop
-finds where each event's bytes are; numpy then decodes the three varints of every event at
-once. No per-event Python object is made, and memory stays near the line's own size (a parsed
-protobuf line takes ~4.5 times its bytes). Events whose stats matter are parsed one by one with
-the protobuf library (`event()`).
+whose first fields are metadata_id (1), offset_ps (2) and duration_ps (3). The protobuf library
+(upb, in C) splits the line into its events' bytes; their lengths say where each event sits in
+the line, and numpy then decodes the three varints of every event at once. No Python code runs
+per event, and memory stays near a few times the line's own size. Events whose stats matter are
+parsed one by one with the protobuf library (`event()`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tftrace.xplane.schema import XEventLazy
+from tftrace.xplane import varints
+from tftrace.xplane.schema import XEventLazy, XLineRaw
 from tftrace.xplane.wire import WireError
 
 _EVENT_TAG = 0x22  # field 4, length-delimited
+_FIELD_TAGS = (0x08, 0x10, 0x18)  # fields 1-3 as varints, in the order writers put them
 _CHUNK = 1 << 16  # events decoded per numpy batch: bounds the temporaries
-LINE_PADDING = 16
 
 
 class Line(NamedTuple):
@@ -30,78 +31,101 @@ class Line(NamedTuple):
     start_ps: np.ndarray  # the line's timestamp plus each event's offset
     duration_ps: np.ndarray
     has_stats: np.ndarray  # events with more than fields 1-3 (stats, occurrences)
-    data: bytearray  # the line's bytes (and padding), for parsing single events on demand
+    data: bytes  # the line's bytes, for parsing single events on demand
     tags: np.ndarray  # where each event's tag is in `data`
 
     def event(self, i: int):
         """Event i as a protobuf message (its stats as serialized bytes)."""
         length, start = _varint(self.data, int(self.tags[i]) + 1)
-        return XEventLazy.FromString(bytes(self.data[start:start + length]))
+        return XEventLazy.FromString(self.data[start:start + length])
 
     def __len__(self) -> int:
         return len(self.tags)
 
 
-def decode_line(data) -> Line:
-    """`data`: the line's bytes followed by LINE_PADDING zero bytes (a varint read near the end
-    then never runs off the buffer)."""
-    size = len(data) - LINE_PADDING
-    header, tags = _scan(data, size)
+def decode_line(data: bytes) -> Line:
+    """`data`: the line's bytes. Raises DecodeError or WireError on a corrupt line."""
+    raw = XLineRaw.FromString(data)
+    name, display, start_ns = raw.name, raw.display_name, raw.timestamp_ns
+    # One event's bytes object at a time: each is dropped as soon as its length is taken.
+    lengths = np.fromiter(map(len, raw.events), np.int64, len(raw.events))
+    del raw  # frees upb's copy of the events before numpy's arrays are made
     blob = np.frombuffer(data, np.uint8)
+    tags = _back_to_back(data, blob, lengths)
+    if tags is None:  # events interleaved with other fields: no writer does it, but it parses
+        tags = _scan(data, len(data))
     n = len(tags)
-    cols = np.zeros((3, n), np.int64)
+    cols = [np.zeros(n, np.int64) for _ in range(3)]  # apart: the reader keeps times, drops ids
     rest = np.zeros(n, bool)
-    for lo in range(0, n, _CHUNK):  # in batches: the temporaries stay small on huge lines
-        part = slice(lo, lo + _CHUNK)
-        lengths, starts = _varints(blob, tags[part] + 1)
-        ends = starts + lengths.astype(np.int64)
-        if len(ends) and ends[-1] > size:
-            raise WireError("the last event runs past its line")
-        _decode_events(blob, starts, ends, cols[:, part], rest[part])
-    cols[1] += _signed(header.get(3, 0)) * 1000  # offsets from the line's start (ns) to times (ps)
-    return Line(_text(header.get(2)), _text(header.get(11)), cols[0], cols[1], cols[2], rest, data, tags)
+    wide = varints.words(blob)
+    try:
+        for lo in range(0, n, _CHUNK):  # in batches: the temporaries stay small on huge lines
+            part = slice(lo, lo + _CHUNK)
+            starts = tags[part] + 1 + varints.sizes(lengths[part])
+            _decode_events(blob, wide, starts, starts + lengths[part], [c[part] for c in cols], rest[part])
+    except IndexError:  # a varint in the last event that never ends
+        raise WireError("an event's field runs past its line") from None
+    cols[1] += start_ns * 1000  # offsets from the line's start (ns) to times (ps)
+    return Line(name, display, cols[0], cols[1], cols[2], rest, data, tags)
 
 
-def _text(value) -> str:
-    return bytes(value).decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else ""
+def _back_to_back(data: bytes, blob: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
+    """Where each event's tag is, if the events follow one another from the first (as writers
+    put them), each starting where the previous one ends; else None. Checking the tag byte at
+    each place suffices: any other field there would start with another byte."""
+    n = len(lengths)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    size = 1 + varints.sizes(lengths) + lengths  # tag, length, payload
+    tags = np.empty(n, np.int64)
+    tags[0] = _first_event(data)
+    np.cumsum(size[:-1], out=tags[1:])
+    tags[1:] += tags[0]
+    if tags[-1] + size[-1] > len(data) or not (blob[tags] == _EVENT_TAG).all():
+        return None
+    return tags
 
 
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
+def _first_event(data: bytes) -> int:
+    """Where the first event's tag is, past the few header fields writers put first (the
+    protobuf library has checked them already)."""
+    pos = 0
+    while data[pos] != _EVENT_TAG:
+        tag, pos = _varint(data, pos)
+        if tag & 7 == 0:
+            _value, pos = _varint(data, pos)
+        elif tag & 7 == 2:
+            length, pos = _varint(data, pos)
+            pos += length
+        else:
+            pos += 8 if tag & 7 == 1 else 4
+    return pos
 
 
-def _scan(data, n: int):
-    """The line's header fields, and where each event's tag is."""
+def _scan(data, n: int) -> np.ndarray:
+    """Where each event's tag is, hopping over every field in Python: the slow way, for lines
+    whose events are not back to back."""
     pos = 0
     tags = array("q")
-    add = tags.append
-    header: dict = {}
     try:
         while pos < n:
-            tag = data[pos]
-            if tag == _EVENT_TAG:
-                add(pos)
-                length = data[pos + 1]
-                pos += 2 + length if length < 0x80 else 0
-                if length >= 0x80:
-                    length, pos = _varint(data, pos + 1)
-                    pos += length
-                continue
-            if tag >= 0x80:
-                raise WireError("unexpected field in a line")
-            value, pos = _varint(data, pos + 1)
-            if tag & 7 == 2:
-                header[tag >> 3] = data[pos:pos + value]
-                pos += value
-            elif tag & 7 == 0:
-                header[tag >> 3] = value
+            if data[pos] == _EVENT_TAG:
+                tags.append(pos)
+            tag, pos = _varint(data, pos)
+            if tag & 7 == 0:
+                _value, pos = _varint(data, pos)
+            elif tag & 7 == 2:
+                length, pos = _varint(data, pos)
+                pos += length
+            elif tag & 7 in (1, 5):
+                pos += 8 if tag & 7 == 1 else 4
             else:
                 raise WireError("unexpected wire type in a line")
     except IndexError:
         raise WireError("a line ends inside a field (truncated?)") from None
     if pos != n:
         raise WireError("a line's last field runs past its end")
-    return header, np.frombuffer(tags, np.int64)
+    return np.frombuffer(tags, np.int64)
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -117,42 +141,53 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
             raise WireError("a varint is too long")
 
 
-def _varints(blob: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The varint at each position (as uint64) and where each one ends; byte by byte, over
-    fewer and fewer of them (most are short)."""
-    byte = blob[pos]
-    value = (byte & 0x7F).astype(np.uint64)
-    end = pos + 1
-    more = np.flatnonzero(byte >= 0x80)
-    shift = np.uint64(7)
-    while len(more):
-        byte = blob[end[more]]
-        value[more] |= (byte & 0x7F).astype(np.uint64) << shift
-        end[more] += 1
-        more = more[byte >= 0x80]
-        shift += np.uint64(7)
-        if shift > 63:
-            raise WireError("a varint is too long")
-    return value, end
-
-
-def _decode_events(blob: np.ndarray, starts: np.ndarray, ends: np.ndarray, out: np.ndarray,
-                   rest: np.ndarray) -> None:
-    """Fields 1-3 of each event. Protobuf writers emit fields in number order, so an event's
-    fields 1-3 come before its stats (4): walking stops at the first field numbered 4 or more."""
+def _decode_events(blob, wide, starts, ends, out, rest) -> None:
+    """Fields 1-3 of each event, and whether it holds more. Writers emit fields in number order
+    (1, 2, 3, then stats): one pass per field reads it where present. Events in another order
+    are read field by field (`_any_order`)."""
     pos = starts.copy()
-    active = np.flatnonzero(pos < ends)
+    last = len(blob) - 1
+    for f, tag in enumerate(_FIELD_TAGS):
+        hit = (pos < ends) & (blob[np.minimum(pos, last)] == tag)
+        if hit.all():  # the usual case: no gathering and scattering
+            value, pos = varints.varints(blob, wide, pos + 1)
+            out[f][:] = value.view(np.int64)
+            continue
+        has = np.flatnonzero(hit)
+        if len(has):
+            value, pos[has] = varints.varints(blob, wide, pos[has] + 1)
+            out[f][has] = value.view(np.int64)
+    if (pos > ends).any():
+        raise WireError("an event's field runs past its end")
+    more = np.flatnonzero(pos < ends)
+    if len(more) == 0:
+        return
+    odd = blob[pos[more]] >> 3 <= 3  # a field 1-3 after the stats, twice, or with a wire type
+    rest[more[~odd]] = True
+    if odd.any():
+        _any_order(blob, starts, ends, more[odd], out, rest)
+
+
+def _any_order(blob, starts, ends, which, out, rest) -> None:
+    """Fields 1-3 of the events `which`, in whatever order they come, up to the first other
+    field."""
+    pos = starts[which].copy()
+    for column in out:
+        column[which] = 0
+    active = np.arange(len(which))
     while len(active):
         at = pos[active]
         tag = blob[at].astype(np.int64)
         field, wire = tag >> 3, tag & 7
-        if (wire != 0).any() & (field[wire != 0] <= 3).any():
+        if ((wire != 0) & (field <= 3)).any():
             raise WireError("an event field has an unexpected type")
-        value, after = _varints(blob, at + 1)
+        value, after = varints.bytewise(blob, at + 1)
         simple = (field >= 1) & (field <= 3)
-        out[field[simple] - 1, active[simple]] = value[simple].view(np.int64)
-        rest[active[~simple]] = True
+        for f in range(3):
+            mine = field == f + 1
+            out[f][which[active[mine]]] = value[mine].view(np.int64)
+        rest[which[active[~simple]]] = True
         pos[active] = after
-        active = active[simple & (after < ends[active])]
-    if (pos > ends).any():
+        active = active[simple & (after < ends[which[active]])]
+    if (pos > ends[which]).any():
         raise WireError("an event's field runs past its end")

@@ -10,7 +10,7 @@ from google.protobuf.message import DecodeError
 from tftrace.build import TraceBuilder, line_role
 from tftrace.errors import TraceReadError
 from tftrace.events import INT_STATS, STR_STATS, LineInfo
-from tftrace.xplane.lines import LINE_PADDING, decode_line
+from tftrace.xplane.lines import decode_line
 from tftrace.xplane.schema import XPlaneLazy, XSpaceLazy
 from tftrace.xplane import wire
 from tftrace.xplane.device import device_label, device_names
@@ -82,7 +82,7 @@ def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder, progr
         return
     names = _PlaneNames(builder, head)
     for p in lines:
-        line = decode_line(wire.padded_value(wf, p, LINE_PADDING))
+        line = decode_line(wire.value(wf, p))
         role = line_role(head.name, line.name)
         info = LineInfo(host, head.name, line.name or line.display_name, role)
         _add_line(builder, info, line, names, names.op_codes if role == "device_ops" else names.codes)

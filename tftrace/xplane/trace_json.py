@@ -2,58 +2,92 @@
 
 from __future__ import annotations
 
-import gzip
-import json
-import math
-import os
-import zlib
-from collections import defaultdict
+from array import array
 
 import numpy as np
 
 from tftrace.build import TraceBuilder, line_role
-from tftrace.errors import TraceReadError
-from tftrace.names import Op, parse_tf_op
 from tftrace.events import INT_STATS, STR_STATS, LineInfo
+from tftrace.names import Op, parse_tf_op
+from tftrace.xplane.json_stream import event_batches
+
+# Event args worth keeping: step-related stats, and the op a device event ran.
+_WANTED = frozenset(INT_STATS) | frozenset(STR_STATS) | {"long_name"}
 
 
-def load_trace_json(path: str) -> dict:
-    """The decoded JSON document, or TraceReadError naming what is wrong with the file."""
-    try:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        if isinstance(e, FileNotFoundError) or not os.path.exists(path):
-            raise TraceReadError(f"{path}: cannot read: {e.strerror or e}") from None
-        raise TraceReadError(f"{path}: not a readable gzip file (truncated or corrupt: {e})") from None
-    except (EOFError, zlib.error) as e:
-        raise TraceReadError(f"{path}: truncated or corrupt gzip data ({e})") from None
-    if not raw.strip():
-        raise TraceReadError(f"{path}: empty file, not a trace")
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise TraceReadError(f"{path}: not valid trace JSON ({e})") from None
-    if isinstance(doc, list):
-        doc = {"traceEvents": doc}
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        raise TraceReadError(f"{path}: JSON without a 'traceEvents' list, not a trace viewer file")
-    return doc
+def read_trace_json(path: str, builder: TraceBuilder, host: str) -> None:
+    """Add the complete ('X') events of a trace viewer file, one line per (pid, tid). The file is
+    parsed a batch at a time and each event kept as a few numbers, so memory stays near the
+    events' own size; TraceReadError names what is wrong with the file (nothing is added then)."""
+    events = _Events()
+    for batch in event_batches(path):
+        events.add(batch)
+    for (pid, tid), line in sorted(events.lines.items()):
+        plane = events.processes.get(pid, f"pid {pid}")
+        name = events.threads.get((pid, tid), str(tid))
+        role = "device_ops" if plane.startswith("/device:") else line_role(plane, name)
+        _add_line(builder, LineInfo(host, plane, name, role), line, events.labels)
 
 
-def add_trace_json(builder: TraceBuilder, doc: dict, host: str) -> None:
-    """Add the complete ('X') events of a trace viewer document, one line per (pid, tid)."""
-    processes, threads = _names(doc["traceEvents"])
-    per_line: dict[tuple, list] = defaultdict(list)
-    for ev in doc["traceEvents"]:
-        if isinstance(ev, dict) and ev.get("ph") == "X" and "ts" in ev:
-            per_line[(_ident(ev.get("pid")), _ident(ev.get("tid")))].append(ev)
-    for (pid, tid), events in sorted(per_line.items()):
-        plane = processes.get(pid, f"pid {pid}")
-        line = threads.get((pid, tid), str(tid))
-        role = "device_ops" if plane.startswith("/device:") else line_role(plane, line)
-        _add_events(builder, LineInfo(host, plane, line, role), events)
+class _Line:
+    """One thread's events as arrays; args only for the few events that carry wanted ones."""
+
+    __slots__ = ("label", "start", "dur", "args")
+
+    def __init__(self):
+        self.label, self.start, self.dur = array("i"), array("q"), array("q")
+        self.args: list[tuple[int, dict]] = []
+
+
+class _Events:
+    def __init__(self):
+        self.lines: dict[tuple[str, str], _Line] = {}
+        self.processes: dict[str, str] = {}
+        self.threads: dict[tuple[str, str], str] = {}
+        self._codes: dict[str, int] = {}
+        self.labels: list[str] = []
+
+    def add(self, batch: list) -> None:
+        for ev in batch:
+            if not isinstance(ev, dict):
+                continue
+            ph = ev.get("ph")
+            if ph == "X" and "ts" in ev:
+                self._complete(ev)
+            elif ph == "M":
+                self._metadata(ev)
+
+    def _complete(self, ev: dict) -> None:
+        # Events whose time is not a usable number are left out: there is nothing to place.
+        ts = _ps(ev["ts"])
+        if ts is None:
+            return
+        get = ev.get
+        key = (str(get("pid")), str(get("tid")))  # any JSON value, even a list, names a thread
+        line = self.lines.get(key)
+        if line is None:
+            line = self.lines[key] = _Line()
+        label = get("name", "")
+        label = label if type(label) is str else str(label)
+        code = self._codes.get(label)
+        if code is None:
+            code = self._codes[label] = len(self.labels)
+            self.labels.append(label)
+        line.label.append(code)
+        line.start.append(ts)
+        dur = _ps(get("dur", 0))
+        line.dur.append(dur if dur is not None and dur > 0 else 0)
+        args = get("args")
+        if args and type(args) is dict and not _WANTED.isdisjoint(args):
+            line.args.append((len(line.label) - 1, {k: v for k, v in args.items() if k in _WANTED}))
+
+    def _metadata(self, ev: dict) -> None:
+        args = ev.get("args")
+        name = args.get("name") if isinstance(args, dict) else None
+        if ev.get("name") == "process_name" and name:
+            self.processes[_ident(ev.get("pid"))] = str(name)
+        elif ev.get("name") == "thread_name" and name:
+            self.threads[(_ident(ev.get("pid")), _ident(ev.get("tid")))] = str(name)
 
 
 def _ident(value) -> str:
@@ -61,42 +95,38 @@ def _ident(value) -> str:
     return str(value)
 
 
-def _names(events) -> tuple[dict, dict]:
-    processes, threads = {}, {}
-    for ev in events:
-        if not isinstance(ev, dict) or ev.get("ph") != "M":
-            continue
-        args = ev.get("args")
-        name = args.get("name") if isinstance(args, dict) else None
-        if ev.get("name") == "process_name" and name:
-            processes[_ident(ev.get("pid"))] = str(name)
-        elif ev.get("name") == "thread_name" and name:
-            threads[(_ident(ev.get("pid")), _ident(ev.get("tid")))] = str(name)
-    return processes, threads
-
-
-def _add_events(builder: TraceBuilder, info: LineInfo, events: list) -> None:
-    # Events whose time is not a usable number are left out: there is nothing to place.
-    timed = [(ev, t) for ev in events if (t := _ps(ev.get("ts"))) is not None]
-    n = len(timed)
+def _add_line(builder: TraceBuilder, info: LineInfo, line: _Line, labels: list[str]) -> None:
+    local = np.frombuffer(line.label, np.int32)
+    n = len(local)
+    args = dict(line.args)
     name = np.empty(n, np.int32)
-    start = np.empty(n, np.int64)
-    dur = np.empty(n, np.int64)
     stats: dict[str, np.ndarray] = {}
-    for i, (ev, ts) in enumerate(timed):
-        label = str(ev.get("name", ""))
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
-        name[i] = _device_code(builder, label, args) if info.role == "device_ops" else builder.intern(label)
-        start[i] = ts
-        dur[i] = max(_ps(ev.get("dur", 0)) or 0, 0)
-        for key, value in args.items():
-            col = INT_STATS.get(key) or STR_STATS.get(key)
-            if col is None:
-                continue
-            if col not in stats:
-                stats[col] = np.full(n, -1, np.int64)
-            stats[col][i] = builder.intern(str(value)) if key in STR_STATS else _int(value)
-    builder.add_line(info, name, start, dur, stats)
+    if info.role == "device_ops":
+        for i in range(n):
+            label = labels[local[i]]
+            name[i] = _device_code(builder, label, args.get(i, {}))
+            _stats(builder, stats, i, args.get(i), n)
+    else:
+        # Names are interned in event order (a name at its first event), as the events come.
+        uniq, first = np.unique(local, return_index=True)
+        first_of = dict(zip(first.tolist(), uniq.tolist()))  # event -> the label first seen there
+        table = np.empty(len(labels), np.int32)
+        for i in sorted(first_of.keys() | args.keys()):
+            if i in first_of:
+                table[first_of[i]] = builder.intern(labels[first_of[i]])
+            _stats(builder, stats, i, args.get(i), n)
+        name[:] = table[local]
+    builder.add_line(info, name, np.frombuffer(line.start, np.int64), np.frombuffer(line.dur, np.int64), stats)
+
+
+def _stats(builder: TraceBuilder, stats: dict[str, np.ndarray], i: int, args: dict | None, n: int) -> None:
+    for key, value in (args or {}).items():
+        col = INT_STATS.get(key) or STR_STATS.get(key)
+        if col is None:
+            continue
+        if col not in stats:
+            stats[col] = np.full(n, -1, np.int64)
+        stats[col][i] = builder.intern(str(value)) if key in STR_STATS else _int(value)
 
 
 _LIMIT = 1 << 62
@@ -105,11 +135,10 @@ _LIMIT = 1 << 62
 def _ps(us) -> int | None:
     """Microseconds (the format's unit, a float) as integer picoseconds, or None."""
     try:
-        value = float(us)
+        ps = float(us) * 1e6
     except (TypeError, ValueError):
         return None
-    ps = value * 1e6
-    return round(ps) if math.isfinite(ps) and abs(ps) < _LIMIT else None
+    return round(ps) if -_LIMIT < ps < _LIMIT else None  # False for nan and infinities
 
 
 def _int(value) -> int:

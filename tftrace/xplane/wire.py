@@ -45,13 +45,6 @@ class WireFile:
         self._block_at, self._block = pos, self._f.read(_BLOCK)
         return self._block[:n]
 
-    def readinto(self, pos: int, view: memoryview) -> None:
-        if pos + len(view) > self.size:
-            raise WireError("the file ends inside a message (truncated?)")
-        self._f.seek(pos)
-        if self._f.readinto(view) != len(view):
-            raise WireError("the file ends inside a message (truncated?)")
-
     def varint(self, pos: int) -> tuple[int, int]:
         head = self.read(pos, min(10, self.size - pos))
         value = shift = 0
@@ -100,11 +93,3 @@ def raw(wf: WireFile, fd: Field) -> bytes:
 def value(wf: WireFile, fd: Field) -> bytes:
     """A length-delimited field's payload: an embedded message's own bytes."""
     return wf.read(fd.start, fd.end - fd.start)
-
-
-def padded_value(wf: WireFile, fd: Field, pad: int) -> bytearray:
-    """A field's payload followed by `pad` zero bytes, read straight from the file."""
-    n = fd.end - fd.start
-    buf = bytearray(n + pad)
-    wf.readinto(fd.start, memoryview(buf)[:n])
-    return buf
