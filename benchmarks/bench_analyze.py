@@ -163,7 +163,7 @@ def events(path: str) -> int:
 
 def versions() -> dict:
     out = {"python": platform.python_version(), "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
-    for pkg in ("protobuf", "numpy", "pandas", "typer", "pydantic", "xprof", "tensorflow-cpu"):
+    for pkg in ("protobuf", "numpy", "rich", "xprof", "tensorflow-cpu"):
         try:
             from importlib.metadata import version
             out[pkg] = version(pkg)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from tftrace.names import Op, parse_host_event
-from tftrace.events import COLUMNS, STAT_COLUMNS, LineInfo, Trace
+from tftrace.events import COLUMNS, STAT_COLUMNS, Columns, LineInfo, Trace
 
 _PYTHON_THREADS = ("python", "main", "MainThread")
 _COMPUTE_THREADS = ("tf_Compute", "tf_gpu_private", "tf_numa_", "tf_inter_op", "tf_pjrt", "tf_XLA")
@@ -96,9 +95,7 @@ class TraceBuilder:
         # Column by column, dropping each chunk column once joined: one column is ever doubled.
         data = {c: _concat([ch.pop(c) for ch in self._chunks]) for c in COLUMNS}
         stats = {c: _concat([st[c] for st in self._stats]) for c in STAT_COLUMNS}
-        # copy=False: the columns stay separate arrays; pandas would otherwise stack them (a copy).
-        events = pd.DataFrame(data, columns=list(COLUMNS), copy=False)
-        return Trace(self.path, events, pd.DataFrame(stats, columns=list(STAT_COLUMNS), copy=False), names,
+        return Trace(self.path, Columns(data), Columns(stats), names,
                      dict(self._ops), tuple(self._lines), tuple(self.hosts), self.format,
                      profile_start_ns=dict(self.profile_start_ns))
 

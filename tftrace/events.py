@@ -1,4 +1,4 @@
-"""Trace: one run's events as a table (pandas), with the names, lines and hosts it refers to."""
+"""Trace: one run's events as a table of numpy columns, with the names, lines and hosts it refers to."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from tftrace.names import Op
 
@@ -18,6 +17,38 @@ INT_STATS = {"_r": "root", "step_num": "step_num", "iter_num": "iter_num", "grou
 STR_STATS = {"tf_function_call": "fn_call", "eager_op": "eager_op", "step_name": "step_name"}
 COLUMNS = ("line", "name", "start_ps", "dur_ps", "self_ps")
 STAT_COLUMNS = ("event", *INT_STATS.values(), *STR_STATS.values())
+
+
+class Columns:
+    """Equal-length numpy columns by name: the event and stat tables. Plain numpy, not pandas:
+    importing pandas costs more than reading and analysing a small trace."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict[str, np.ndarray]):
+        self._data = dict(data)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._data[name]
+
+    def __len__(self) -> int:
+        return len(next(iter(self._data.values()))) if self._data else 0
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(self._data)
+
+    def take(self, rows: np.ndarray) -> "Columns":
+        """The rows selected by a boolean mask or by row numbers, in a table of their own."""
+        return Columns({k: v[rows] for k, v in self._data.items()})
+
+    def replace(self, **columns: np.ndarray) -> "Columns":
+        return Columns({**self._data, **columns})
+
+    def to_pandas(self):
+        """The table as a pandas DataFrame (pandas is imported only here)."""
+        import pandas as pd
+        return pd.DataFrame(self._data, columns=list(self._data), copy=False)
 
 
 @dataclass(frozen=True)
@@ -46,8 +77,8 @@ class Trace:
     """
 
     path: str
-    events: pd.DataFrame
-    stats: pd.DataFrame
+    events: Columns
+    stats: Columns
     names: tuple[str, ...]
     ops: dict[int, Op]  # name code -> the op an event of that name times
     lines: tuple[LineInfo, ...]
@@ -71,7 +102,7 @@ class Trace:
     def on_lines(self, keep) -> np.ndarray:
         """Per event: does `keep(line_info)` hold for its line? (judged once per line)"""
         table = np.array([bool(keep(ln)) for ln in self.lines] + [False], bool)
-        return table[self.events["line"].to_numpy()]
+        return table[self.events["line"]]
 
     def of_host(self, host: str) -> "Trace":
         """The events of one host's lines only (its threads and devices), as a Trace of its own."""
@@ -79,13 +110,12 @@ class Trace:
         rows = np.flatnonzero(keep)
         new_row = np.full(len(keep), -1, np.int64)
         new_row[rows] = np.arange(len(rows))
-        stats = self.stats[keep[self.stats["event"].to_numpy()]]
-        stats = stats.assign(event=new_row[stats["event"].to_numpy()]).reset_index(drop=True)
-        events = self.events.iloc[rows].reset_index(drop=True)
-        return dataclasses.replace(self, events=events, stats=stats, hosts=(host,))
+        stats = self.stats.take(keep[self.stats["event"]])
+        stats = stats.replace(event=new_row[stats["event"]])
+        return dataclasses.replace(self, events=self.events.take(rows), stats=stats, hosts=(host,))
 
     def named(self, codes) -> np.ndarray:
         """Per event: is its name one of `codes`? (a table lookup: fast on millions of events)"""
         table = np.zeros(len(self.names) + 1, bool)
         table[np.fromiter(codes, np.int64)] = True
-        return table[self.events["name"].to_numpy()]
+        return table[self.events["name"]]

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from tftrace.analysis.ops import CategoryRow, LayerRow, OpRow
 from tftrace.analysis.step_view import StepView
 from tftrace.errors import ReportError
+from tftrace.tables import TABLES  # noqa: F401 - report.TABLES names them too
 
 SCHEMA_VERSION = 1
-TABLES = ("ops", "layers", "categories", "stages", "steps", "hosts", "devices", "python")
 BOUNDS = ("input", "compute", "host_overhead", "idle", "unknown")
 PARTS = ("input", "compute", "host_overhead", "idle")
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tftrace.analysis.device_link import DeviceWork
-from tftrace.analysis.intervals import covered, merge
+from tftrace.analysis.intervals import covered, merge, merge_rows
 from tftrace.analysis.steps import Steps
 from tftrace.names import Op
 from tftrace.events import Trace
@@ -88,7 +88,7 @@ def event_classes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
         compute_line = trace.on_lines(lambda ln: ln.role == "device_ops")
     else:
         compute_line = trace.on_lines(lambda ln: ln.role not in ("data", "derived"))
-    names = ev["name"].to_numpy()
+    names = ev["name"]
     is_input = input_name[names]
     is_compute = compute_name[names]
     is_compute &= compute_line
@@ -99,8 +99,8 @@ def event_classes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
 def spans(events, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start and end of the selected events only (never a full-length temporary)."""
     idx = np.flatnonzero(mask)
-    start = events["start_ps"].to_numpy()[idx]
-    return start, start + events["dur_ps"].to_numpy()[idx]
+    start = events["start_ps"][idx]
+    return start, start + events["dur_ps"][idx]
 
 
 def timeline(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
@@ -109,9 +109,9 @@ def timeline(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
     start = np.asarray(steps.starts, np.int64)
     end = np.asarray(steps.ends, np.int64)
     is_input, is_compute = classes
-    inp_merged = merge(*spans(ev, is_input))
-    s, e = spans(ev, is_compute)
-    busy_merged = merge(np.concatenate([inp_merged[0], s]), np.concatenate([inp_merged[1], e]))
+    inp_merged = merge_rows(ev, is_input)
+    comp_merged = merge_rows(ev, is_compute)
+    busy_merged = merge(np.concatenate([inp_merged[0], comp_merged[0]]), np.concatenate([inp_merged[1], comp_merged[1]]))
     dur = end - start
     idle = np.zeros(len(start), np.int64)
     if len(start) > 1:
@@ -126,14 +126,14 @@ def timeline(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
 def _device_timeline(trace: Trace, start, end, idle, work: DeviceWork, host_wait, busy_merged) -> Timeline:
     """Per step, from the device work the step launched (clipped to the step)."""
     ev = trace.events
-    names = ev["name"].to_numpy()[work.rows]
+    names = ev["name"][work.rows]
     kind = np.zeros(len(trace.names) + 1, np.int8)  # 0 kernel, 1 copy into the device, 2 other copy
     for code, op in trace.ops.items():
         if _is_copy(op.type):
             kind[code] = 1 if op.type.lower().startswith(_H2D) else 2
     kinds = kind[names]
-    s_all = ev["start_ps"].to_numpy()[work.rows]
-    e_all = s_all + ev["dur_ps"].to_numpy()[work.rows]
+    s_all = ev["start_ps"][work.rows]
+    e_all = s_all + ev["dur_ps"][work.rows]
     n = len(start)
     compute, dev_busy, copies, wait = (np.zeros(n, np.int64) for _ in range(4))
     order = np.argsort(work.step, kind="stable")

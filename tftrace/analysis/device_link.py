@@ -35,7 +35,7 @@ def link_device_work(trace: Trace, starts: np.ndarray, ends: np.ndarray, numbers
     rows = np.flatnonzero(trace.on_lines(lambda ln: ln.role == "device_ops"))
     if len(rows) == 0 or len(starts) == 0:
         return DeviceWork(rows, np.full(len(rows), -1, np.int64), "none")
-    dev_start = trace.events["start_ps"].to_numpy()[rows]
+    dev_start = trace.events["start_ps"][rows]
     step = _by_time(dev_start, starts, ends)
     how = "time"
     if by_group:
@@ -66,9 +66,9 @@ def _containing(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarr
 
 def _stat(trace: Trace, column: str) -> tuple[np.ndarray, np.ndarray]:
     """(event rows, values) of the events that carry a stat."""
-    values = trace.stats[column].to_numpy()
+    values = trace.stats[column]
     keep = values >= 0
-    return trace.stats["event"].to_numpy()[keep], values[keep]
+    return trace.stats["event"][keep], values[keep]
 
 
 def _launch_times(trace: Trace, rows: np.ndarray) -> np.ndarray:
@@ -78,12 +78,12 @@ def _launch_times(trace: Trace, rows: np.ndarray) -> np.ndarray:
     out = np.full(len(rows), -1, np.int64)
     if len(ev_rows) == 0:
         return out
-    line = trace.events["line"].to_numpy()
+    line = trace.events["line"]
     host_of_line = np.array([trace.hosts.index(ln.host) for ln in trace.lines] + [0], np.int64)
     on_device = trace.on_lines(lambda ln: ln.on_device)
     is_launch = ~on_device[ev_rows]
     key_launch = host_of_line[line[ev_rows[is_launch]]] << 48 | corr[is_launch]
-    launch_start = trace.events["start_ps"].to_numpy()[ev_rows[is_launch]]
+    launch_start = trace.events["start_ps"][ev_rows[is_launch]]
     order = np.argsort(key_launch, kind="stable")
     key_launch, launch_start = key_launch[order], launch_start[order]
     # Device events' own correlation ids, aligned with `rows`.
@@ -117,7 +117,7 @@ def extend_to_device(ends: np.ndarray, work: DeviceWork, trace: Trace) -> np.nda
     if not linked.any():
         return ends
     ev = trace.events
-    end = ev["start_ps"].to_numpy()[work.rows[linked]] + ev["dur_ps"].to_numpy()[work.rows[linked]]
+    end = ev["start_ps"][work.rows[linked]] + ev["dur_ps"][work.rows[linked]]
     last = np.full(len(ends), np.iinfo(np.int64).min, np.int64)
     np.maximum.at(last, work.step[linked], end)
     return np.maximum(ends, last)

@@ -13,7 +13,7 @@ IDLE_GAP_PS = 10_000_000  # 10 us: shorter pauses between kernels are launch lat
 
 def device_rows(trace: Trace) -> tuple[DeviceRow, ...]:
     ev = trace.events
-    line = ev["line"].to_numpy()
+    line = ev["line"]
     out = []
     devices = sorted({(ln.host, ln.plane) for ln in trace.lines if ln.role == "device_ops"})
     for host, plane in devices:
@@ -21,8 +21,8 @@ def device_rows(trace: Trace) -> tuple[DeviceRow, ...]:
         rows = np.flatnonzero(np.isin(line, ids))
         if len(rows) == 0:
             continue
-        start = ev["start_ps"].to_numpy()[rows]
-        lo, hi = merge(start, start + ev["dur_ps"].to_numpy()[rows])
+        start = ev["start_ps"][rows]
+        lo, hi = merge(start, start + ev["dur_ps"][rows])
         gaps = lo[1:] - hi[:-1]
         idle = gaps[gaps >= IDLE_GAP_PS]
         span = int(hi[-1] - lo[0])

@@ -34,11 +34,11 @@ def eager_layers(trace: Trace, step_starts: tuple[int, ...]) -> tuple[np.ndarray
     eager_codes = [c for c, op in trace.ops.items() if op.kind == "eager"]
     if not layers or not eager_codes:
         return None, []
-    out = np.full(len(ev), -1, np.int64)
+    out = np.full(len(ev), -1, np.int16 if len(layers) < 2 ** 15 else np.int32)  # one per event: keep it small
     idx = np.flatnonzero(trace.named(eager_codes))
-    idx = idx[np.argsort(ev["start_ps"].to_numpy()[idx], kind="stable")]
-    types = [trace.ops[c].type for c in ev["name"].to_numpy()[idx].tolist()]
-    starts = ev["start_ps"].to_numpy()[idx]
+    idx = idx[np.argsort(ev["start_ps"][idx], kind="stable")]
+    types = [trace.ops[c].type for c in ev["name"][idx].tolist()]
+    starts = ev["start_ps"][idx]
     step_of = np.searchsorted(np.asarray(step_starts, np.int64), starts, side="right") if step_starts else None
     current, last_step = -1, None
     for k, op_type in enumerate(types):

@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from tftrace.analysis.sums import exact_sums
+from tftrace.analysis.sums import masked_sums
 from tftrace.report import InputPipeline, StageRow
 from tftrace.events import Trace
 
@@ -27,13 +27,14 @@ def input_pipeline(trace: Trace, top: int | None = None) -> InputPipeline:
     function's ops) count as stages too, named by their type."""
     ev = trace.events
     totals: dict[str, int] = {}
-    names = ev["name"].to_numpy()
+    names = ev["name"]
     on_data = trace.on_lines(lambda ln: ln.role == "data")
-    self_ps = ev["self_ps"].to_numpy()
+    self_ps = ev["self_ps"]
     codes = np.fromiter(trace.ops, np.int64, len(trace.ops))
     mask = trace.named(codes) & (self_ps > 0)
-    sums = exact_sums(names[mask], self_ps[mask], len(trace.names))
-    dsums = exact_sums(names[mask & on_data], self_ps[mask & on_data], len(trace.names))
+    sums = masked_sums(names, self_ps, mask, len(trace.names))
+    mask &= on_data
+    dsums = masked_sums(names, self_ps, mask, len(trace.names))
     for code, op in trace.ops.items():
         if op.kind == "data" and sums[code] > 0:
             key = stage_of(op.name)

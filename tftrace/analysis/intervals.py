@@ -7,17 +7,34 @@ import numpy as np
 
 
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint, sorted intervals covering the union of [starts, ends)."""
-    keep = np.flatnonzero(ends > starts)
-    if len(keep) == 0:
+    """Disjoint, sorted intervals covering the union of [starts, ends).
+
+    Sorted on their own, the i-th smallest end E[i] closes a block exactly when the next start
+    S[i+1] comes after it (then as many intervals have ended as have begun). So two plain sorts
+    do it, with no index array: on millions of events, memory is the tool's limit. Intervals
+    already in time order (one line's) need no sort at all: the running maximum of their ends
+    plays E's part."""
+    valid = ends > starts
+    if not valid.all():
+        starts, ends = starts[valid], ends[valid]
+    del valid
+    if len(starts) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    order = keep[np.argsort(starts[keep], kind="stable")]
-    starts = starts[order]
-    reach = np.maximum.accumulate(ends[order])
-    # A new block starts where an interval begins after everything before it has ended.
-    first = np.flatnonzero(np.concatenate(([True], starts[1:] > reach[:-1])))
-    last = np.concatenate((first[1:] - 1, [len(starts) - 1]))
-    return starts[first], reach[last]
+    if (starts[1:] >= starts[:-1]).all():  # in time order, as on one line: a running max, no sort
+        return _blocks(starts, np.maximum.accumulate(ends))
+    return _blocks(np.sort(starts), np.sort(ends))
+
+
+def _blocks(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union's blocks from sorted starts and sorted ends (or, with starts sorted, the running
+    maximum of the ends): a block closes at ends[i] when starts[i + 1] comes after it."""
+    first = np.empty(len(starts), bool)
+    first[0] = True
+    np.greater(starts[1:], ends[:-1], out=first[1:])
+    last = np.empty(len(starts), bool)
+    last[:-1] = first[1:]
+    last[-1] = True
+    return starts[first], ends[last]
 
 
 def covered(m_starts: np.ndarray, m_ends: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -35,3 +52,34 @@ def covered(m_starts: np.ndarray, m_ends: np.ndarray, lo: np.ndarray, hi: np.nda
         return prefix[np.maximum(i - 1, 0)] * (i > 0) + np.maximum(partial, 0)
 
     return np.maximum(upto(hi) - upto(lo), 0)
+
+
+def merge_rows(events, mask: np.ndarray, chunk: int = 1 << 18) -> tuple[np.ndarray, np.ndarray]:
+    """merge() of the selected events' [start, end), one line at a time and a batch of rows at a
+    time: a line's events come in time order and nest, so each batch collapses to few blocks
+    without a sort, and no temporary spans every event."""
+    starts, ends = [], []
+    start_col, dur_col = events["start_ps"], events["dur_ps"]
+    for lo, hi in _batches(events["line"], chunk):
+        idx = np.flatnonzero(mask[lo:hi]) + lo
+        if len(idx):
+            s = start_col[idx]
+            blocks = merge(s, s + dur_col[idx])
+            starts.append(blocks[0])
+            ends.append(blocks[1])
+    if not starts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    all_starts, all_ends = np.concatenate(starts), np.concatenate(ends)
+    del starts[:], ends[:]
+    all_starts.sort()  # our own copies: sorted in place, every block already non-empty
+    all_ends.sort()
+    return _blocks(all_starts, all_ends)
+
+
+def _batches(line: np.ndarray, chunk: int):
+    """Row ranges [lo, hi) that never cross a line (rows of a line are contiguous) nor `chunk` rows."""
+    cuts = np.flatnonzero(line[1:] != line[:-1]) + 1
+    bounds = [0, *cuts.tolist(), len(line)]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        for lo in range(a, b, chunk):
+            yield lo, min(lo + chunk, b)

@@ -21,8 +21,8 @@ def main_thread_activity(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Merged blocks of activity on the threads that run the user's loop."""
     mask = trace.on_lines(lambda ln: ln.role == "python")
     idx = np.flatnonzero(mask)
-    start = trace.events["start_ps"].to_numpy()[idx]
-    return merge(start, start + trace.events["dur_ps"].to_numpy()[idx])
+    start = trace.events["start_ps"][idx]
+    return merge(start, start + trace.events["dur_ps"][idx])
 
 
 def grow_calls(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

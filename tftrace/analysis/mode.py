@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 
+from tftrace.analysis.ops import OpEntry
 from tftrace.analysis.steps import Steps
 from tftrace.events import Trace
 
@@ -28,7 +28,7 @@ class Mode(NamedTuple):
     source: str  # how it was found, in words
 
 
-def run_mode(trace: Trace, steps: Steps, table: pd.DataFrame) -> Mode:
+def run_mode(trace: Trace, steps: Steps, table: list[OpEntry]) -> Mode:
     modes = {_MARKERS[n.lower()] for n in steps.names if n.lower() in _MARKERS} if steps.kind == "marker" else set()
     if len(modes) > 1:
         return Mode("mixed", "step markers")
@@ -55,16 +55,14 @@ def _step_functions(trace: Trace) -> set[str]:
     if not codes:
         return set()
     mask = trace.named(codes) & trace.on_lines(lambda ln: ln.role == "python")
-    return {trace.names[c] for c in np.unique(trace.events["name"].to_numpy()[mask]).tolist()}
+    return {trace.names[c] for c in np.unique(trace.events["name"][mask]).tolist()}
 
 
-def _from_ops(table: pd.DataFrame) -> str:
+def _from_ops(table: list[OpEntry]) -> str:
     """Gradients or optimizer updates mean training; a loss without them, evaluation; the
     model's ops alone, inference."""
-    if table.empty:
-        return ""
-    if ((table["phase"] == "backward") | (table["category"] == "optimizer")).any():
+    if any(e.phase == "backward" or e.category == "optimizer" for e in table):
         return "train"
-    if (table["category"] == "loss").any():
+    if any(e.category == "loss" for e in table):
         return "evaluate"
-    return "predict" if table["category"].isin(_MODEL_CATEGORIES).any() else ""
+    return "predict" if any(e.category in _MODEL_CATEGORIES for e in table) else ""

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from tftrace.analysis.classify import classify
-from tftrace.analysis.sums import exact_sums
+from tftrace.analysis.sums import CHUNK, exact_sums
 from tftrace.events import Trace
 
 
@@ -61,44 +61,61 @@ class OpStats:
         return "device" if self.device_self_ps else "host"
 
 
-def op_table(trace: Trace, eager_layer: np.ndarray | None = None, eager_names: list[str] | None = None) -> pd.DataFrame:
-    """One row per op name (and side, and layer for eager ops), with its attribution, count
+class OpEntry(NamedTuple):
+    """One op (by name, side, and layer for eager ops) with its attribution and totals."""
+
+    name: str
+    type: str
+    category: str
+    layer: str
+    phase: str
+    device: str  # "host", or the device kind
+    eager: bool
+    count: int
+    self_ps: int
+
+
+def op_table(trace: Trace, eager_layer: np.ndarray | None = None,
+             eager_names: list[str] | None = None) -> list[OpEntry]:
+    """One entry per op name (and side, and layer for eager ops), with its attribution, count
     and total self time. `eager_layer` gives eager op events the layer their call order shows."""
     ev = trace.events
-    if not trace.ops or ev.empty:
-        return _empty_table()
+    if not trace.ops or len(ev) == 0:
+        return []
     codes = np.fromiter(trace.ops, np.int64, len(trace.ops))
+    # Dense op numbers: the per-key tables then hold ops only, not every name in the trace.
+    dense = np.full(len(trace.names) + 1, -1, np.int64)
+    dense[codes] = np.arange(len(codes))
     on_device = trace.on_lines(lambda ln: ln.on_device)
-    selected = np.flatnonzero(trace.named(codes))
-    layer = eager_layer[selected] + 1 if eager_layer is not None else 0
     n_layers = len(eager_names or []) + 1
-    key = (ev["name"].to_numpy()[selected] * 2 + on_device[selected]) * n_layers + layer
-    space = (len(trace.names) * 2 + 2) * n_layers
-    all_counts = np.bincount(key, minlength=space)
-    uniq = np.flatnonzero(all_counts)
-    counts = all_counts[uniq]
-    self_ps = exact_sums(key, ev["self_ps"].to_numpy()[selected], space)[uniq]
+    space = len(codes) * 2 * n_layers
+    counts = np.zeros(space, np.int64)
+    self_ps = np.zeros(space, np.int64)
+    for lo in range(0, len(ev), CHUNK):  # a batch of events at a time: temporaries stay small
+        part = slice(lo, lo + CHUNK)
+        number = dense[ev["name"][part]]
+        sel = number >= 0
+        key = number[sel] * 2 + on_device[part][sel]
+        if eager_layer is not None:
+            key = key * n_layers + eager_layer[part][sel] + 1
+        counts += np.bincount(key, minlength=space)
+        self_ps += exact_sums(key, ev["self_ps"][part][sel], space)
+    totals = {int(k): (int(counts[k]), int(self_ps[k])) for k in np.flatnonzero(counts).tolist()}
     layer_names = frozenset(trace.sidecar.get("layer_names", ()))
     device_kind = _device_kind(trace)
-    rows = []
-    for k, c, s in zip(uniq.tolist(), counts.tolist(), self_ps.tolist()):
-        code, dev, lay = k // n_layers // 2, (k // n_layers) % 2, k % n_layers
-        op = trace.ops[code]
+    # One op can appear under several event names (e.g. a kernel per GPU): merge them.
+    merged: dict[tuple, list[int]] = {}
+    for k, (c, s) in totals.items():
+        index, dev, lay = k // n_layers // 2, (k // n_layers) % 2, k % n_layers
+        op = trace.ops[int(codes[index])]
         att = classify(op, layer_names)
         layer_name = eager_names[lay - 1] if lay else att.layer
-        rows.append((op.name, op.type, att.category, layer_name, att.phase,
-                     device_kind if dev else "host", c, s, op.kind == "eager"))
-    table = pd.DataFrame(rows, columns=["name", "type", "category", "layer", "phase", "device",
-                                        "count", "self_ps", "eager"])
-    # One op can appear under several event names (e.g. a kernel per GPU): merge them.
-    keys = ["name", "type", "category", "layer", "phase", "device", "eager"]
-    return table.groupby(keys, as_index=False, sort=False)[["count", "self_ps"]].sum()
-
-
-def _empty_table() -> pd.DataFrame:
-    return pd.DataFrame({"name": [], "type": [], "category": [], "layer": [], "phase": [], "device": [],
-                         "count": pd.Series([], dtype=np.int64), "self_ps": pd.Series([], dtype=np.int64),
-                         "eager": pd.Series([], dtype=bool)})
+        entry = (op.name, op.type, att.category, layer_name, att.phase, device_kind if dev else "host",
+                 op.kind == "eager")
+        acc = merged.setdefault(entry, [0, 0])
+        acc[0] += c
+        acc[1] += s
+    return [OpEntry(*entry, c, s) for entry, (c, s) in merged.items()]
 
 
 def _device_kind(trace: Trace) -> str:
@@ -109,37 +126,37 @@ def _device_kind(trace: Trace) -> str:
 SIDES = ("all", "host", "device")
 
 
-def op_stats(trace: Trace, table: pd.DataFrame | None = None, top: int | None = None,
+def op_stats(trace: Trace, table: list[OpEntry] | None = None, top: int | None = None,
              side: str = "all") -> OpStats:
     """Ops, layers and categories ranked by self time (ties by name); `top` cuts each list;
     `side` keeps only host or only device ops in the op list (shares keep one total)."""
     table = op_table(trace) if table is None else table
-    on_dev = (table["device"] != "host").to_numpy()
-    host_total = int(table.loc[~on_dev, "self_ps"].sum())
-    dev_total = int(table.loc[on_dev, "self_ps"].sum())
-    share = table["self_ps"].to_numpy(np.float64) / max(host_total + dev_total, 1)
-    table = table.assign(share=share, on_dev=on_dev).sort_values(["self_ps", "name"], ascending=[False, True])
-    main = table[table["on_dev"]] if dev_total else table
-    listed = table if side == "all" else table[table["on_dev"] == (side == "device")]
-    ops = tuple(_row(r) for r in (listed if top is None else listed.head(top)).itertuples(index=False))
-    model = main[main["category"] != "input"].head(1)
+    host_total = sum(e.self_ps for e in table if e.device == "host")
+    dev_total = sum(e.self_ps for e in table if e.device != "host")
+    total = max(host_total + dev_total, 1)
+    ranked = sorted(table, key=lambda e: (-e.self_ps, e.name, e.type, e.layer, e.device, e.eager))
+    main = [e for e in ranked if e.device != "host"] if dev_total else ranked
+    listed = ranked if side == "all" else [e for e in ranked if (e.device != "host") == (side == "device")]
+    ops = tuple(_row(e, total) for e in (listed if top is None else listed[:top]))
+    model = next((e for e in main if e.category != "input"), None)
     main_total = dev_total or host_total
     params = trace.sidecar.get("layer_params", {})
     layers = tuple(LayerRow(k, v, _share(v, main_total), int(params.get(k, -1)))
-                   for k, v in _ranked(main[main["layer"] != ""], "layer", top))
+                   for k, v in _ranked([e for e in main if e.layer], "layer", top))
     cats = tuple(CategoryRow(k, v, _share(v, main_total)) for k, v in _ranked(main, "category", top))
-    return OpStats(ops, layers, cats, host_total, dev_total,
-                   next((_row(r) for r in model.itertuples(index=False)), None))
+    return OpStats(ops, layers, cats, host_total, dev_total, _row(model, total) if model else None)
 
 
-def _row(r) -> OpRow:
-    return OpRow(r.name, r.type, r.category, r.layer, r.phase, r.device, int(r.count), int(r.self_ps),
-                 round(float(r.share), 6), bool(r.eager))
+def _row(e: OpEntry, total: int) -> OpRow:
+    return OpRow(e.name, e.type, e.category, e.layer, e.phase, e.device, int(e.count), int(e.self_ps),
+                 round(e.self_ps / total, 6), bool(e.eager))
 
 
-def _ranked(table: pd.DataFrame, key: str, top: int | None) -> list[tuple[str, int]]:
-    totals = table.groupby(key)["self_ps"].sum()
-    items = sorted(((str(k), int(v)) for k, v in totals.items()), key=lambda kv: (-kv[1], kv[0]))
+def _ranked(entries: list[OpEntry], key: str, top: int | None) -> list[tuple[str, int]]:
+    totals: dict[str, int] = {}
+    for e in entries:
+        totals[getattr(e, key)] = totals.get(getattr(e, key), 0) + e.self_ps
+    items = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
     return items[:top] if top else items
 
 

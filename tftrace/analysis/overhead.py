@@ -17,6 +17,7 @@ import numpy as np
 from tftrace.analysis.breakdown import is_pipeline_op, spans
 from tftrace.analysis.intervals import covered, merge
 from tftrace.analysis.steps import STEP_FUNCTIONS, Steps
+from tftrace.analysis.sums import CHUNK
 from tftrace.events import Trace
 
 _TRACING = ("tf.function-graph_building", "TraceFunction", "tf.function-tracing")
@@ -53,12 +54,12 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
 
     pipe = trace.named(c for c, op in trace.ops.items() if is_pipeline_op(op))
     tracing = trace.named(trace.codes(_TRACING))
-    in_steps = _inside(ev["start_ps"].to_numpy(), start, end)
+    in_steps = _inside(ev["start_ps"], start, end)
     phases = _phases(trace, (pipe | tracing) & in_steps, is_input, start, end)
-    in_phase = _inside(ev["start_ps"].to_numpy(), *phases)
+    in_phase = _inside(ev["start_ps"], *phases)
     eager = trace.named(c for c, op in trace.ops.items() if op.kind == "eager") & is_compute & in_steps
-    self_ps = ev["self_ps"].to_numpy()
-    names = ev["name"].to_numpy()
+    self_ps = ev["self_ps"]
+    names = ev["name"]
     pipe_in_steps = np.flatnonzero(pipe & in_steps)
     regions = [(r, extra(*spans(ev, trace.named(trace.codes([r])) & ~known))) for r in trace.sidecar.get("regions", [])]
     return Overhead(
@@ -79,9 +80,9 @@ def _phases(trace: Trace, mask: np.ndarray, is_input: np.ndarray, start: np.ndar
     rows = np.flatnonzero(mask & main)
     if len(rows) == 0 or len(start) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    anchors = np.sort(ev["start_ps"].to_numpy()[(trace.named(trace.codes(STEP_FUNCTIONS)) | is_input) & main])
-    s = ev["start_ps"].to_numpy()[rows]
-    e = s + ev["dur_ps"].to_numpy()[rows]
+    anchors = np.sort(ev["start_ps"][(trace.named(trace.codes(STEP_FUNCTIONS)) | is_input) & main])
+    s = ev["start_ps"][rows]
+    e = s + ev["dur_ps"][rows]
     step = np.searchsorted(start, s, side="right") - 1
     key = step * (len(anchors) + 1) + np.searchsorted(anchors, s, side="right")
     order = np.argsort(key, kind="stable")
@@ -93,12 +94,16 @@ def _phases(trace: Trace, mask: np.ndarray, is_input: np.ndarray, start: np.ndar
 
 
 def _inside(s: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Per time: does it fall in one of the windows [start, end) (sorted by start, disjoint)?"""
+    """Per time: does it fall in one of the windows [start, end) (sorted by start, disjoint)?
+    A batch at a time: on millions of events a full-length index would double the memory."""
+    out = np.zeros(len(s), bool)
     if len(start) == 0:
-        return np.zeros(len(s), bool)
-    i = np.searchsorted(start, s, side="right") - 1
-    ok = i >= 0
-    return ok & (s < end[np.maximum(i, 0)])
+        return out
+    for lo in range(0, len(s), CHUNK):
+        part = s[lo:lo + CHUNK]
+        i = np.searchsorted(start, part, side="right") - 1
+        out[lo:lo + CHUNK] = (i >= 0) & (part < end[np.maximum(i, 0)])
+    return out
 
 
 def _by_type(trace: Trace, names: np.ndarray, self_ps: np.ndarray) -> tuple[tuple[str, int], ...]:
@@ -110,10 +115,10 @@ def _by_type(trace: Trace, names: np.ndarray, self_ps: np.ndarray) -> tuple[tupl
 
 def _traced(trace: Trace, in_steps: np.ndarray) -> tuple[tuple[str, int], ...]:
     """tf.function calls that traced (stat tf_function_call = 'traced-...') inside steps."""
-    rows = trace.stats["event"].to_numpy()
-    fn_call = trace.stats["fn_call"].to_numpy()
+    rows = trace.stats["event"]
+    fn_call = trace.stats["fn_call"]
     keep = (fn_call >= 0) & in_steps[rows]
-    names = trace.events["name"].to_numpy()[rows[keep]]
+    names = trace.events["name"][rows[keep]]
     counts: Counter = Counter()
     for name, call in zip(names.tolist(), fn_call[keep].tolist()):
         if trace.names[call].startswith("traced"):

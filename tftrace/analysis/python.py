@@ -103,13 +103,13 @@ def _from_tracer(trace: Trace) -> _Sample | None:
     rows = np.flatnonzero(trace.named(codes) & trace.on_lines(lambda ln: ln.role == "python"))
     if len(rows) == 0:
         return None
-    order = np.lexsort((-ev["dur_ps"].to_numpy()[rows], ev["start_ps"].to_numpy()[rows], ev["line"].to_numpy()[rows]))
+    order = np.lexsort((-ev["dur_ps"][rows], ev["start_ps"][rows], ev["line"][rows]))
     rows = rows[order]
     frames: list[tuple[str, int, str]] = []
     frame_of: dict[int, int] = {}
     weight, time, stack = [], [], []
     open_: list[tuple[int, int, int]] = []  # (end, frame id, index into weight)
-    columns = [ev[c].to_numpy()[rows].tolist() for c in ("line", "start_ps", "dur_ps", "name")]
+    columns = [ev[c][rows].tolist() for c in ("line", "start_ps", "dur_ps", "name")]
     current_line = -1
     for ln, s, d, code in zip(*columns):
         if ln != current_line:

@@ -68,7 +68,7 @@ def _host_view(trace: Trace) -> HostView:
     tl = timeline(trace, steps, event_classes(trace), work)
     parts = Breakdown(*(round(tl.fraction(p), 6) for p in (tl.input, tl.compute, tl.overhead, tl.idle)))
     table = op_table(trace)
-    collective = int(table.loc[table["category"] == "collective", "self_ps"].sum())
+    collective = sum(e.self_ps for e in table if e.category == "collective")
     return HostView(trace.hosts[0], steps, tl, parts, verdict(parts, tl.wall_ps > 0).bound, collective)
 
 
@@ -94,9 +94,9 @@ def _keras_loop(steps: Steps, mode: str) -> bool:
 
 def _is_eager(table) -> bool:
     """The model's own ops ran eagerly (op by op) rather than inside tf.function graphs."""
-    model_ops = table[table["category"].isin(_COMPUTE_CATEGORIES) & (table["device"] == "host")]
-    eager = int(model_ops.loc[model_ops["eager"], "self_ps"].sum())
-    return eager > 0 and eager >= int(model_ops.loc[~model_ops["eager"], "self_ps"].sum())
+    model_ops = [e for e in table if e.category in _COMPUTE_CATEGORIES and e.device == "host"]
+    eager = sum(e.self_ps for e in model_ops if e.eager)
+    return eager > 0 and eager >= sum(e.self_ps for e in model_ops if not e.eager)
 
 
 def _steps_summary(steps, tl, host: str = "") -> StepsSummary:

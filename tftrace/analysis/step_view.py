@@ -75,7 +75,7 @@ def step_view(trace: Trace, starts, durs, idle_before, numbers, is_input: np.nda
     """The median step (by duration; the lower one of an even count) of the given steps.
     `idle_before[i]` is the gap before step i; `is_input` marks input events."""
     n = len(durs)
-    if n == 0 or trace.events.empty:
+    if n == 0 or len(trace.events) == 0:
         return StepView()
     i = int(np.argsort(np.asarray(durs), kind="stable")[(n - 1) // 2])
     lo, dur = int(starts[i]), int(durs[i])
@@ -84,12 +84,12 @@ def step_view(trace: Trace, starts, durs, idle_before, numbers, is_input: np.nda
     if dur <= 0:
         return StepView()
     ev = trace.events
-    s_all = ev["start_ps"].to_numpy()
-    e_all = s_all + ev["dur_ps"].to_numpy()
-    line_all = ev["line"].to_numpy()
+    s_all = ev["start_ps"]
+    e_all = s_all + ev["dur_ps"]
+    line_all = ev["line"]
     drawn = np.array([ln.role != "derived" for ln in trace.lines] + [False], bool)
     rows = np.flatnonzero((s_all < hi) & (e_all > lo) & (e_all > s_all) & drawn[line_all])
-    s, e, line, code = s_all[rows], e_all[rows], line_all[rows], ev["name"].to_numpy()[rows]
+    s, e, line, code = s_all[rows], e_all[rows], line_all[rows], ev["name"][rows]
     order = np.lexsort((-(e - s), s, line))
     s, e, line, code, rows = s[order], e[order], line[order], code[order], rows[order]
     depth = _depths(s, e, line)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tftrace.analysis.iterations import grow_calls
+from tftrace.analysis.sums import exact_sums
 from tftrace.events import Trace
 
 # tf.function names Keras runs once per step (or per `steps_per_execution` steps).
@@ -46,14 +47,14 @@ def find_steps(trace: Trace) -> Steps:
 
 
 def _from_rows(trace: Trace, mask: np.ndarray, source: str, kind: str, note: str = "") -> Steps:
-    ev = trace.events[mask]
-    order = np.argsort(ev["start_ps"].to_numpy(), kind="stable")
-    start = ev["start_ps"].to_numpy()[order]
-    end = start + ev["dur_ps"].to_numpy()[order]
+    ev = trace.events.take(mask)
+    order = np.argsort(ev["start_ps"], kind="stable")
+    start = ev["start_ps"][order]
+    end = start + ev["dur_ps"][order]
     numbers = _stat_at(trace, "step_num", np.flatnonzero(mask))[order]
     if (numbers < 0).all():
         numbers = np.arange(len(start))
-    names = tuple(trace.names[c] for c in ev["name"].to_numpy()[order])
+    names = tuple(trace.names[c] for c in ev["name"][order])
     start, end, numbers, names = _drop_nested(start, end, numbers, names)
     return Steps(source, kind, tuple(start.tolist()), tuple(end.tolist()), tuple(numbers.tolist()), names, note)
 
@@ -61,12 +62,12 @@ def _from_rows(trace: Trace, mask: np.ndarray, source: str, kind: str, note: str
 def _stat_at(trace: Trace, column: str, rows: np.ndarray) -> np.ndarray:
     """A stat's values at the given event rows (-1 where absent), from the sparse stat table
     (its rows are in event order)."""
-    events = trace.stats["event"].to_numpy()
+    events = trace.stats["event"]
     where = np.searchsorted(events, rows)
     out = np.full(len(rows), -1, np.int64)
     ok = where < len(events)
     ok[ok] = events[where[ok]] == rows[ok]
-    out[ok] = trace.stats[column].to_numpy()[where[ok]]
+    out[ok] = trace.stats[column][where[ok]]
     return out
 
 
@@ -88,8 +89,8 @@ def _label(names) -> str:
 def _root_markers(trace: Trace) -> Steps | None:
     ev = trace.events
     st = trace.stats
-    rows, root = st["event"].to_numpy(), st["root"].to_numpy()
-    names_at = ev["name"].to_numpy()[rows]
+    rows, root = st["event"], st["root"]
+    names_at = ev["name"][rows]
     host_root = trace.on_lines(lambda ln: not ln.on_device) & ~trace.named(trace.codes(_IMPLICIT_ROOTS))
     keep = (root > 0) & host_root[rows]
     if not keep.any():
@@ -114,9 +115,9 @@ def _step_functions(trace: Trace) -> Steps | None:
     mask = trace.on_lines(lambda ln: ln.role == "python") & trace.named(trace.codes(STEP_FUNCTIONS))
     if not mask.any():
         return None
-    counts = Counter(ev["name"].to_numpy()[mask].tolist())
+    counts = Counter(ev["name"][mask].tolist())
     best = max(counts, key=lambda c: (counts[c], -c))
-    mask &= ev["name"].to_numpy() == best
+    mask &= ev["name"] == best
     calls = _from_rows(trace, mask, "", "function")
     start, end = grow_calls(trace, np.asarray(calls.starts, np.int64), np.asarray(calls.ends, np.int64))
     note = ("no step markers in this trace: each call of the step function, with the framework work it "
@@ -135,12 +136,12 @@ def _device_steps(trace: Trace) -> Steps | None:
     lines = [i for i, ln in enumerate(trace.lines) if ln.on_device and ln.name == "Steps"]
     if not lines:
         return None
-    sel = ev[np.isin(ev["line"].to_numpy(), lines)]
-    if sel.empty:
+    sel = ev.take(np.isin(ev["line"], lines))
+    if len(sel) == 0:
         return None
-    names = [trace.names[c] for c in sel["name"].to_numpy()]
-    start = sel["start_ps"].to_numpy()
-    end = start + sel["dur_ps"].to_numpy()
+    names = [trace.names[c] for c in sel["name"]]
+    start = sel["start_ps"]
+    end = start + sel["dur_ps"]
     longest: dict[str, tuple[int, int]] = {}
     for name, s, e in zip(names, start.tolist(), end.tolist()):
         if name not in longest or e - s > longest[name][1] - longest[name][0]:
@@ -162,14 +163,16 @@ def _device_modules(trace: Trace) -> Steps | None:
     if not lines:
         return None
     first = lines[0]
-    on_line = ev[(ev["line"] == first).to_numpy()]
-    totals = on_line.groupby("name")["dur_ps"].agg(["sum", "count"])
-    repeated = totals[totals["count"] >= 2]
-    if repeated.empty:
+    on_line = ev["line"] == first
+    codes, index, counts = np.unique(ev["name"][on_line], return_inverse=True, return_counts=True)
+    sums = exact_sums(index, ev["dur_ps"][on_line], len(codes))
+    repeated = np.flatnonzero(counts >= 2)
+    if len(repeated) == 0:
         return None
-    best = int(repeated.sort_values(["sum", "count"], ascending=False).index[0])
+    # The most device time, then the most runs; ties to the lowest name code, as a stable sort would.
+    best = int(codes[max(repeated.tolist(), key=lambda i: (sums[i], counts[i], -codes[i]))])
     label = trace.names[best].split("(")[0]
-    mask = ((ev["line"] == first) & (ev["name"] == best)).to_numpy()
+    mask = (ev["line"] == first) & (ev["name"] == best)
     note = (f"no step markers: each run of the XLA module '{label}' on {trace.lines[first].plane} is one step; "
             "gaps between runs are device idle time")
     return _from_rows(trace, mask, f"device module '{label}' ({trace.lines[first].plane})", "device", note)
@@ -178,10 +181,10 @@ def _device_modules(trace: Trace) -> Steps | None:
 def _window(trace: Trace) -> Steps | None:
     """No marker at all: measure the whole captured window as one step."""
     ev = trace.events
-    if ev.empty:
+    if len(ev) == 0:
         return None
     host = trace.on_lines(lambda ln: not ln.on_device)
-    sel = ev[host] if host.any() else ev
+    sel = ev.take(host) if host.any() else ev
     start = int(sel["start_ps"].min())
     end = int((sel["start_ps"] + sel["dur_ps"]).max())
     note = ("no step markers or step functions found: the whole captured window is measured as one step; "

@@ -14,3 +14,16 @@ def exact_sums(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     low = np.bincount(keys, weights=values & ((1 << _LOW_BITS) - 1), minlength=size)
     high = np.bincount(keys, weights=values >> _LOW_BITS, minlength=size)
     return (high.astype(np.int64) << _LOW_BITS) + low.astype(np.int64)
+
+
+CHUNK = 1 << 18  # rows per batch: temporaries stay a few MB however large the trace
+
+
+def masked_sums(keys: np.ndarray, values: np.ndarray, mask: np.ndarray, size: int) -> np.ndarray:
+    """exact_sums over the rows `mask` selects, a batch of rows at a time (no full-length copy)."""
+    out = np.zeros(size, np.int64)
+    for lo in range(0, len(mask), CHUNK):
+        part = mask[lo:lo + CHUNK]
+        if part.any():
+            out += exact_sums(keys[lo:lo + CHUNK][part], values[lo:lo + CHUNK][part], size)
+    return out

@@ -1,13 +1,11 @@
-"""CSV: the ops, layers or categories table of every run, for spreadsheets and pandas."""
+"""CSV: one table (ops, layers, steps, hosts, python...) of every run, for spreadsheets and pandas."""
 
 from __future__ import annotations
 
 import csv
 import io
 
-from tftrace import report as report_tables
-
-TABLES = report_tables.TABLES
+from tftrace.tables import TABLES  # noqa: F401 - the tables this renderer can write
 
 
 def render_csv(report, table: str = "ops", **_options) -> str:
