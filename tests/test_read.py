@@ -194,3 +194,24 @@ def test_legacy_json_with_odd_values_reads_what_it_can(tmp_path):
     trace = load(str(path))
     assert sorted(trace.names[c] for c in trace.events["name"]) == ["a/MatMul:MatMul", "b/Relu:Relu"]
     assert {o.type for o in op_stats(trace, top=None).ops} == {"MatMul", "Relu"}
+
+
+def test_a_trace_with_absolute_timestamps_reads_like_a_relative_one(tmp_path):
+    """Unix-ns line timestamps would overflow picoseconds in 64 bits: such a file's times count
+    from its first line instead, and the analysis is the same."""
+    from tftrace.xplane.schema import XSpace
+    space = XSpace.FromString(open(sample_file("augment", "gap"), "rb").read())
+    for plane in space.planes:
+        for line in plane.lines:
+            line.timestamp_ns += 1_796_279_742_441_594_308
+    run = tmp_path / "plugins" / "profile" / "run"
+    run.mkdir(parents=True)
+    (run / "host.xplane.pb").write_bytes(space.SerializeToString())
+    shutil.copy(os.path.join(os.path.dirname(sample_file("augment", "gap")), "tftrace_run.json"), run)
+    from tftrace.api import analyze
+    shifted, original = analyze(str(tmp_path)).runs[0], analyze(sample("augment", "gap")).runs[0]
+    import dataclasses
+    same_steps = [dataclasses.replace(s, start_ps=0) for s in shifted.steps.steps] == \
+        [dataclasses.replace(s, start_ps=0) for s in original.steps.steps]  # times count from another origin
+    assert same_steps and shifted.ops == original.ops
+    assert shifted.breakdown == original.breakdown

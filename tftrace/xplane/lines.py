@@ -43,8 +43,9 @@ class Line(NamedTuple):
         return len(self.tags)
 
 
-def decode_line(data: bytes) -> Line:
-    """`data`: the line's bytes. Raises DecodeError or WireError on a corrupt line."""
+def decode_line(data: bytes, base_ns: int = 0) -> Line:
+    """`data`: the line's bytes; times count from `base_ns` (see line_timestamp_ns). Raises
+    DecodeError or WireError on a corrupt line."""
     raw = XLineRaw.FromString(data)
     name, display, start_ns = raw.name, raw.display_name, raw.timestamp_ns
     # One event's bytes object at a time: each is dropped as soon as its length is taken.
@@ -65,8 +66,15 @@ def decode_line(data: bytes) -> Line:
             _decode_events(blob, wide, starts, starts + lengths[part], [c[part] for c in cols], rest[part])
     except IndexError:  # a varint in the last event that never ends
         raise WireError("an event's field runs past its line") from None
-    cols[1] += start_ns * 1000  # offsets from the line's start (ns) to times (ps)
+    cols[1] += (start_ns - base_ns) * 1000  # offsets from the line's start (ns) to times (ps)
     return Line(name, display, cols[0], cols[1], cols[2], rest, data, tags)
+
+
+def line_timestamp_ns(data: bytes) -> int:
+    """A line's own timestamp (ns). TensorFlow writes it relative to the capture's start; a trace
+    written with absolute times (Unix ns) would overflow picoseconds in 64 bits, so the reader
+    counts such a file's times from its first line's timestamp instead."""
+    return XLineRaw.FromString(data).timestamp_ns
 
 
 def _back_to_back(data: bytes, blob: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
@@ -91,14 +99,23 @@ def _first_event(data: bytes) -> int:
     protobuf library has checked them already)."""
     pos = 0
     while data[pos] != _EVENT_TAG:
-        tag, pos = _varint(data, pos)
-        if tag & 7 == 0:
-            _value, pos = _varint(data, pos)
-        elif tag & 7 == 2:
-            length, pos = _varint(data, pos)
-            pos += length
-        else:
-            pos += 8 if tag & 7 == 1 else 4
+        pos = _after_field(data, pos)
+    return pos
+
+
+def _after_field(data, pos: int) -> int:
+    """Where the field whose tag is at `pos` ends."""
+    tag, pos = _varint(data, pos)
+    wire = tag & 7
+    if wire == 0:
+        _value, pos = _varint(data, pos)
+    elif wire == 2:
+        length, pos = _varint(data, pos)
+        pos += length
+    elif wire in (1, 5):
+        pos += 8 if wire == 1 else 4
+    else:
+        raise WireError("unexpected wire type in a line")
     return pos
 
 
@@ -111,16 +128,7 @@ def _scan(data, n: int) -> np.ndarray:
         while pos < n:
             if data[pos] == _EVENT_TAG:
                 tags.append(pos)
-            tag, pos = _varint(data, pos)
-            if tag & 7 == 0:
-                _value, pos = _varint(data, pos)
-            elif tag & 7 == 2:
-                length, pos = _varint(data, pos)
-                pos += length
-            elif tag & 7 in (1, 5):
-                pos += 8 if tag & 7 == 1 else 4
-            else:
-                raise WireError("unexpected wire type in a line")
+            pos = _after_field(data, pos)
     except IndexError:
         raise WireError("a line ends inside a field (truncated?)") from None
     if pos != n:
