@@ -33,6 +33,7 @@ class Line(NamedTuple):
     has_stats: np.ndarray  # events with more than fields 1-3 (stats, occurrences)
     data: bytes  # the line's bytes, for parsing single events on demand
     tags: np.ndarray  # where each event's tag is in `data`
+    base_ns: int = 0  # where start_ps counts from (see decode_line)
 
     def event(self, i: int):
         """Event i as a protobuf message (its stats as serialized bytes)."""
@@ -43,11 +44,19 @@ class Line(NamedTuple):
         return len(self.tags)
 
 
-def decode_line(data: bytes, base_ns: int = 0) -> Line:
-    """`data`: the line's bytes; times count from `base_ns` (see line_timestamp_ns). Raises
-    DecodeError or WireError on a corrupt line."""
+# A line timestamp beyond this (about 53 days, in ns) is absolute (Unix ns), not relative to the
+# capture's start as TensorFlow writes it: in picoseconds from zero it would overflow 64 bits.
+_RELATIVE_NS = 2 ** 62 // 1000
+
+
+def decode_line(data: bytes, base_ns: int | None = 0) -> Line:
+    """`data`: the line's bytes. Times count from `base_ns`; None: from zero, unless this line's
+    timestamp is absolute, then from it (a file's later lines take the same base: Line.base_ns).
+    Raises DecodeError or WireError on a corrupt line."""
     raw = XLineRaw.FromString(data)
     name, display, start_ns = raw.name, raw.display_name, raw.timestamp_ns
+    if base_ns is None:
+        base_ns = start_ns if start_ns > _RELATIVE_NS else 0
     # One event's bytes object at a time: each is dropped as soon as its length is taken.
     lengths = np.fromiter(map(len, raw.events), np.int64, len(raw.events))
     del raw  # frees upb's copy of the events before numpy's arrays are made
@@ -67,14 +76,7 @@ def decode_line(data: bytes, base_ns: int = 0) -> Line:
     except IndexError:  # a varint in the last event that never ends
         raise WireError("an event's field runs past its line") from None
     cols[1] += (start_ns - base_ns) * 1000  # offsets from the line's start (ns) to times (ps)
-    return Line(name, display, cols[0], cols[1], cols[2], rest, data, tags)
-
-
-def line_timestamp_ns(data: bytes) -> int:
-    """A line's own timestamp (ns). TensorFlow writes it relative to the capture's start; a trace
-    written with absolute times (Unix ns) would overflow picoseconds in 64 bits, so the reader
-    counts such a file's times from its first line's timestamp instead."""
-    return XLineRaw.FromString(data).timestamp_ns
+    return Line(name, display, cols[0], cols[1], cols[2], rest, data, tags, base_ns)
 
 
 def _back_to_back(data: bytes, blob: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:

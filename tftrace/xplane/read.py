@@ -10,7 +10,7 @@ from google.protobuf.message import DecodeError
 from tftrace.build import TraceBuilder, line_role
 from tftrace.errors import TraceReadError
 from tftrace.events import INT_STATS, STR_STATS, LineInfo
-from tftrace.xplane.lines import decode_line, line_timestamp_ns
+from tftrace.xplane.lines import decode_line
 from tftrace.xplane.schema import XPlaneLazy, XSpaceLazy
 from tftrace.xplane import wire
 from tftrace.xplane.device import device_label, device_names
@@ -66,7 +66,7 @@ def _read_space(wf: WireFile, path: str, builder: TraceBuilder, progress, host: 
         raise TraceReadError(f"{path}: parses, but holds no profiler planes (not an XSpace trace?)")
     names = XSpaceLazy.FromString(b"".join(wire.raw(wf, fd) for fd in top if fd.number == _SPACE_HOSTNAMES))
     host = host or (names.hostnames[0] if names.hostnames else os.path.basename(path).split(".xplane.pb")[0])
-    clock: dict = {}  # the file's time base, decided at its first line
+    clock: dict = {}  # the file's time base (lines.decode_line), decided at its first line
     for fd in planes:
         _read_plane(wf, fd, host, builder, lambda done: progress(path, done, wf.size), clock)
     if clock.get("base_ns"):  # absolute times, counted from the first line's: that is where the clock starts
@@ -85,12 +85,8 @@ def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder, progr
         return
     names = _PlaneNames(builder, head)
     for p in lines:
-        data = wire.value(wf, p)
-        if "base_ns" not in clock:
-            first = line_timestamp_ns(data)
-            clock["base_ns"] = first if first > _RELATIVE_NS else 0
-        line = decode_line(data, clock["base_ns"])
-        del data
+        line = decode_line(wire.value(wf, p), clock.get("base_ns"))
+        clock.setdefault("base_ns", line.base_ns)
         role = line_role(head.name, line.name)
         info = LineInfo(host, head.name, line.name or line.display_name, role)
         _add_line(builder, info, line, names, names.op_codes if role == "device_ops" else names.codes)
@@ -99,9 +95,6 @@ def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder, progr
 
 
 _TASK_ENVIRONMENT = "Task Environment"
-# A line timestamp beyond this (about 53 days, in ns) is absolute, not relative to the capture's
-# start: times in picoseconds counted from it would overflow 64 bits.
-_RELATIVE_NS = 2 ** 62 // 1000
 
 
 def _read_clock(plane, host: str, builder: TraceBuilder) -> None:
