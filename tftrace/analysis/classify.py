@@ -108,7 +108,19 @@ def classify(op: Op, layer_names: frozenset[str] = frozenset()) -> Attribution:
 
 
 def _strip(scopes: list[str]) -> set[str]:
-    return {UNIQUE_SUFFIX.sub("", s) for s in scopes}
+    return {_bare(s) for s in scopes}
+
+
+# Scopes repeat across thousands of ops (the model's and its layers'): judge each one once.
+@lru_cache(maxsize=1 << 16)
+def _bare(scope: str) -> str:
+    """`dense_1` -> `dense`: the scope without the suffix a re-entered scope gets."""
+    return UNIQUE_SUFFIX.sub("", scope)
+
+
+@lru_cache(maxsize=1 << 16)
+def _is_wrapper(scope: str) -> bool:
+    return _WRAPPER_SCOPES.match(scope) is not None
 
 
 def category_of_type(op_type: str) -> str:
@@ -147,8 +159,8 @@ def _category(op: Op, scopes: list[str], lowered: list[str]) -> str:
     if by_type in ("input", "transfer", "collective"):
         return by_type
     bare = _strip(lowered)
-    inner = [s.lower() for s in scopes if not _WRAPPER_SCOPES.match(s)]
-    if inner and UNIQUE_SUFFIX.sub("", inner[0]) in OPTIMIZER_SCOPES:
+    inner = [s.lower() for s in scopes if not _is_wrapper(s)]
+    if inner and _bare(inner[0]) in OPTIMIZER_SCOPES:
         return "optimizer"
     if any("dropout" in s for s in lowered) and not any(s in ("gradient_tape", "gradients") for s in lowered[:1]):
         return "dropout"
@@ -167,10 +179,10 @@ def _is_loss_scope(scope: str) -> bool:
 
 def _layer(scopes: list[str], layer_names: frozenset[str]) -> str:
     """The Keras layer a scope path names: the deepest known layer, else the second scope."""
-    path = [s for s in scopes if not _WRAPPER_SCOPES.match(s)]
+    path = [s for s in scopes if not _is_wrapper(s)]
     if not path:
         return ""
-    head = UNIQUE_SUFFIX.sub("", path[0]).lower()
+    head = _bare(path[0]).lower()
     if head in OPTIMIZER_SCOPES or _is_loss_scope(head) or head in METRIC_SCOPES:
         return ""
     if layer_names:  # the model's own layer list: only its names are layers
@@ -179,13 +191,14 @@ def _layer(scopes: list[str], layer_names: frozenset[str]) -> str:
     return path[1] if len(path) >= 2 and _LAYER_LIKE.match(path[1]) else ""
 
 
+@lru_cache(maxsize=1 << 16)
 def _known(scope: str, layer_names: frozenset[str]) -> str:
     """`dense_1` is layer `dense_1` if the model has one, else layer `dense` re-entered."""
     name = scope
     while True:
         if name in layer_names:
             return name
-        stripped = UNIQUE_SUFFIX.sub("", name)
+        stripped = _bare(name)
         if stripped == name:
             return ""
         name = stripped

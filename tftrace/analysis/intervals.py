@@ -22,7 +22,9 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     if (starts[1:] >= starts[:-1]).all():  # in time order, as on one line: a running max, no sort
         return _blocks(starts, np.maximum.accumulate(ends))
-    return _blocks(np.sort(starts), np.sort(ends))
+    # Stable sorts are timsort here: inputs made of a few sorted runs (blocks of several lines, or
+    # sorted blocks plus a few more) sort in close to linear time.
+    return _blocks(np.sort(starts, kind="stable"), np.sort(ends, kind="stable"))
 
 
 def _blocks(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -71,8 +73,8 @@ def merge_rows(events, mask: np.ndarray, chunk: int = 1 << 18) -> tuple[np.ndarr
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     all_starts, all_ends = np.concatenate(starts), np.concatenate(ends)
     del starts[:], ends[:]
-    all_starts.sort()  # our own copies: sorted in place, every block already non-empty
-    all_ends.sort()
+    all_starts.sort(kind="stable")  # our own copies, sorted in place (runs of sorted lines: timsort)
+    all_ends.sort(kind="stable")
     return _blocks(all_starts, all_ends)
 
 
