@@ -68,9 +68,10 @@ class TraceBuilder:
         n = len(name)
         if n == 0:
             return
-        # Kept as given when already of the right type: a copy here would double a large line.
-        chunk = {"line": np.full(n, len(self._lines), np.int32), "name": np.asarray(name, np.int32),
-                 "start_ps": np.asarray(start_ps, np.int64), "dur_ps": np.asarray(dur_ps, np.int64)}
+        # Kept as given when already of the right type: a copy here would double a large line. The
+        # line column is made at build(): chunk i holds line i's events.
+        chunk = {"name": np.asarray(name, np.int32), "start_ps": np.asarray(start_ps, np.int64),
+                 "dur_ps": np.asarray(dur_ps, np.int64)}
         self._lines.append(info)
         self._chunks.append(chunk)
         self._stats.append(_sparse_stats(stats or {}, n, self._offset))
@@ -92,8 +93,12 @@ class TraceBuilder:
         is_op[list(self._ops)] = True
         for chunk in self._chunks:
             chunk["self_ps"] = _op_self_times(chunk, is_op)
+        # Two bytes per event for the line where they suffice; each chunk is one line.
+        line_type = np.int16 if len(self._chunks) < 2 ** 15 else np.int32
+        sizes = [len(ch["name"]) for ch in self._chunks]
+        data = {"line": np.repeat(np.arange(len(sizes), dtype=line_type), sizes)}
         # Column by column, dropping each chunk column once joined: one column is ever doubled.
-        data = {c: _concat([ch.pop(c) for ch in self._chunks]) for c in COLUMNS}
+        data.update({c: _concat([ch.pop(c) for ch in self._chunks]) for c in COLUMNS if c != "line"})
         stats = {c: _concat([st[c] for st in self._stats]) for c in STAT_COLUMNS}
         return Trace(self.path, Columns(data), Columns(stats), names,
                      dict(self._ops), tuple(self._lines), tuple(self.hosts), self.format,

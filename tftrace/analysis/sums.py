@@ -16,7 +16,7 @@ def exact_sums(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     return (high.astype(np.int64) << _LOW_BITS) + low.astype(np.int64)
 
 
-CHUNK = 1 << 18  # rows per batch: temporaries stay a few MB however large the trace
+CHUNK = 1 << 16  # rows per batch: temporaries stay a few MB however large the trace
 
 
 def masked_sums(keys: np.ndarray, values: np.ndarray, mask: np.ndarray, size: int) -> np.ndarray:
