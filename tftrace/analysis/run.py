@@ -34,16 +34,15 @@ def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: s
     """The full report of one run; `top` bounds the ranked op, layer and category lists; `ops`
     lists all ops, or only host or only device ops. With several hosts, steps and the breakdown
     are the slowest host's (it sets everyone's step time); ops add up over all hosts."""
-    classes = event_classes(trace)
     views = [_host_view(trace.of_host(h)) for h in trace.hosts] if len(trace.hosts) > 1 else []
-    timed = trace.of_host(slowest(views).host) if views else trace
+    timed = trace.of_host(slowest(views).host) if views else trace  # whose steps the report shows
     steps, work = _steps_with_device_work(timed)
-    timed_classes = event_classes(timed) if views else classes
+    classes = event_classes(timed)
     table = op_table(trace, *eager_layers(trace, steps.starts))
     stats = op_stats(trace, table, top, ops)
-    tl = timeline(timed, steps, timed_classes, work)
-    ov = overhead(timed, steps, timed_classes, tl.busy)
-    parts = Breakdown(*(round(tl.fraction(p), 6) for p in (tl.input, tl.compute, tl.overhead, tl.idle)))
+    tl = timeline(timed, steps, classes, work)
+    ov = overhead(timed, steps, classes, tl.busy)
+    parts = _parts(tl)
     mode, mode_source = run_mode(timed, steps, table)
     eager = _is_eager(table)
     pipeline = input_pipeline(trace, top)
@@ -57,7 +56,7 @@ def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: s
         notes=_notes(trace, steps, eager), host_op_ps=stats.host_self_ps, device_op_ps=stats.device_self_ps,
         per_host=host_rows(views), per_device=device_rows(trace),
         python=dataclasses.replace(python, rows=python.rows[:top] if top else python.rows),
-        step_view=step_view(timed, tl.start, tl.dur, tl.idle, steps.numbers, timed_classes[0]),
+        step_view=step_view(timed, tl.start, tl.dur, tl.idle, steps.numbers, classes[0]),
         cut_short=window_note(trace.sidecar, steps.count if steps.kind != "window" else 0),
     )
 
@@ -66,10 +65,14 @@ def _host_view(trace: Trace) -> HostView:
     """One host's steps and breakdown (a host of a run with several)."""
     steps, work = _steps_with_device_work(trace)
     tl = timeline(trace, steps, event_classes(trace), work)
-    parts = Breakdown(*(round(tl.fraction(p), 6) for p in (tl.input, tl.compute, tl.overhead, tl.idle)))
+    parts = _parts(tl)
     table = op_table(trace)
     collective = sum(e.self_ps for e in table if e.category == "collective")
     return HostView(trace.hosts[0], steps, tl, parts, verdict(parts, tl.wall_ps > 0).bound, collective)
+
+
+def _parts(tl) -> Breakdown:
+    return Breakdown(*(round(tl.fraction(p), 6) for p in (tl.input, tl.compute, tl.overhead, tl.idle)))
 
 
 def _steps_with_device_work(trace: Trace) -> tuple[Steps, DeviceWork]:

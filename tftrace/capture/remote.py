@@ -124,7 +124,7 @@ def _gather(addresses: list[str], scratch: str, root: str, failed: dict) -> Remo
         why = "; ".join(f"{a}: {w}" for a, w in failed.items())
         raise CaptureError(f"nothing captured from {len(addresses)} address(es): {why}")
     run_dir = _new_run_dir(root, os.path.basename(os.path.dirname(next(iter(found.values())))))
-    for address, path in found.items():
+    for path in found.values():
         shutil.move(path, os.path.join(run_dir, os.path.basename(path)))
     return RemoteCapture(run_dir, tuple(found), dict(failed))
 

@@ -37,9 +37,9 @@ def _body(diff) -> str:
     sections = [_headline(diff), _gate(diff), _sides(diff), _distribution(diff), _breakdown(diff), _hosts(diff),
                 _deltas("Categories", "categories-delta", diff.categories),
                 _deltas("Layers", "layers-delta", diff.layers), _ops(diff), _notes(diff)]
-    return (f'<header class="top"><div class="wrap"><span class="brand">tftrace</span>'
-            f'<span class="sub">diff · baseline vs candidate</span></div></header>\n'
-            f'<main class="wrap">\n' + "\n".join(s for s in sections if s) + "\n</main>\n"
+    return ('<header class="top"><div class="wrap"><span class="brand">tftrace</span>'
+            '<span class="sub">diff · baseline vs candidate</span></div></header>\n'
+            '<main class="wrap">\n' + "\n".join(s for s in sections if s) + "\n</main>\n"
             f'<footer class="wrap">tftrace {esc(__version__)} · diff schema {int(diff.schema_version)}</footer>')
 
 
