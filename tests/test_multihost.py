@@ -194,3 +194,24 @@ def test_diff_compares_per_host(tmp_path):
     for fmt in ("text", "markdown", "html", "json"):
         out = run_cli("diff", base, str(tmp_path / "b" / "logs"), "--format", fmt, check=True).stdout
         assert "worker-b" in out, fmt
+
+
+def test_capture_with_the_python_tracer_gives_a_python_table(tmp_path):
+    """TensorFlow's Python tracer, asked for through the profiler server (TensorFlow 2.21 ignores
+    the level passed to profiler.start): the main thread's Python calls become the python table."""
+    worker = _start(tmp_path, "traced", 0.0)
+    try:
+        _wait_ready([worker])
+        proc = run_cli("capture", f"127.0.0.1:{worker[1]}", str(tmp_path / "logs"), "--duration-ms", "800",
+                       "--python-tracer")
+    finally:
+        worker[0].kill()
+        worker[0].wait()
+    assert proc.returncode == 0, proc.stderr
+    run = analyze(str(tmp_path / "logs"), top=None).runs[0]
+    assert "tracer" in run.python.source and run.python.total_ps > 0
+    calls = {(r.function, r.file) for r in run.python.rows}
+    # fit's loop on the main thread: Keras' callbacks, TensorFlow running the step function
+    assert {("on_train_batch_end", "callback_list.py"), ("quick_execute", "execute.py")} <= calls
+    assert ("__instancecheck__", "<frozen abc>") in calls  # a file name with a space in it
+    assert all(r.thread == "main" for r in run.python.rows)

@@ -34,6 +34,21 @@ def test_python_table_in_every_format():
         assert "transformer_block" in out.replace("\\_", "_"), fmt  # Markdown escapes the underscore
 
 
+def test_tracer_events_nest_into_stacks_per_thread_line():
+    import numpy as np
+    from tftrace.analysis.python import _levels, _nest
+    # line 0: a [0,10) holds b [1,4) (which holds c [2,3)) and c [5,9); a second a [10,12) starts as the
+    # first ends. line 1: c [0,10) with the same start as line 0's a (lines never nest into each other).
+    line = np.array([0, 0, 0, 0, 0, 1])
+    start = np.array([0, 1, 2, 5, 10, 0])
+    end = np.array([10, 4, 3, 9, 12, 10])
+    frame = np.array([0, 1, 2, 2, 0, 2])
+    parent, sid, stacks = _nest(_levels(line, start, end), frame)
+    assert parent.tolist() == [-1, 0, 1, 0, -1, -1]
+    assert [stacks[i] for i in sid.tolist()] == [(0,), (0, 1), (0, 1, 2), (0, 2), (0,), (2,)]
+    assert len(stacks) == 5  # (0,) is made once for both calls of a
+
+
 def test_runs_without_python_data_have_an_empty_python_table():
     run = analyze(sample("augment", "flatten")).runs[0]
     assert run.python.rows == () and run.python.source == ""

@@ -22,18 +22,26 @@ from tftrace.report import FlameNode, PythonProfile, PythonRow
 # Frames that mean "this thread runs the input pipeline's Python" (tf.data's py_func bridge,
 # Keras' generator and PyDataset adapters).
 _INPUT_FILES = ("from_generator_op.py", "script_ops.py", "py_dataset_adapter.py", "generator_data_adapter.py")
-_TRACER_EVENT = re.compile(r"^\$(?:(?P<file>\S+?):(?P<line>\d+) )?(?P<name>.+)$")
+_TRACER_EVENT = re.compile(r"^\$(?:(?P<file><[^>]*>|\S+?):(?P<line>\d+) )?(?P<name>.+)$")  # <frozen abc>:117 f
 _FRAMEWORKS = {"keras", "tf_keras", "tensorflow", "tftrace", "jax", "jaxlib", "torch"}
 FLAME_MIN = 0.005  # icicle boxes under 0.5% of their thread's time are left out
 FLAME_DEPTH = 40
 
 
+WHERE = ("inside steps", "between steps", "outside steps", "input pipeline", "other")
+_INPUT, _OTHER = 3, 4  # thread kinds other than main are their own place
+
+
 @dataclass(frozen=True)
 class _Sample:
+    """Samples as columns, their stacks interned: millions of Python tracer events cost numpy
+    passes and one Python step per distinct stack, not per event."""
+
     weight: np.ndarray  # ps per sample
     time: np.ndarray  # ps on the trace's clock
-    thread: list[str]  # main | input pipeline | other
-    stack: list[tuple[int, ...]]
+    kind: np.ndarray  # per sample: 0 main thread, else _INPUT or _OTHER
+    stack: np.ndarray  # per sample: index into stacks
+    stacks: list[tuple[int, ...]]  # frame ids, outermost first
     frames: list[tuple[str, int, str]]
 
 
@@ -42,8 +50,8 @@ def python_profile(trace: Trace, starts: np.ndarray, ends: np.ndarray, top: int 
     samples = _from_sampler(trace) or _from_tracer(trace)
     if samples is None:
         return PythonProfile()
-    where = _placement(samples, starts, ends)
-    rows = _rows(samples, where)
+    groups = _groups(samples, _placement(samples, starts, ends))
+    rows = _rows(samples, groups)
     total = int(samples.weight.sum())
     # Ranked by the time spent in a function itself, or for your code, in it and the library calls
     # it makes: outer frames (the test runner, fit's loop) are on every stack and say nothing.
@@ -53,7 +61,7 @@ def python_profile(trace: Trace, starts: np.ndarray, ends: np.ndarray, top: int 
         source = f"stacks of every thread sampled every {trace.python_samples.get('interval_s', 0) * 1e3:g} ms"
     else:
         source = "the Python tracer's events (main thread only)"
-    return PythonProfile(source, total, tuple(ranked[:top] if top else ranked), _flame(samples))
+    return PythonProfile(source, total, tuple(ranked[:top] if top else ranked), _flame(samples, groups))
 
 
 def _from_sampler(trace: Trace) -> _Sample | None:
@@ -69,13 +77,13 @@ def _from_sampler(trace: Trace) -> _Sample | None:
     frames = [(_owned(f[0], roots), *f[1:]) for f in data["frames"]]
     stacks = [tuple(s) for s in data["stacks"]]
     names = data.get("threads", {})
-    tick, thread, stack = [], [], []
-    for t, ident, sid, _line in data["samples"]:
-        tick.append(t)
-        stack.append(stacks[sid])
-        thread.append(_role(names.get(str(ident), ""), stacks[sid], frames))
-    tick = np.asarray(tick, np.int64)
-    return _Sample(tick_weight[tick], (ticks[tick] - start_ns) * 1000, thread, stack, frames)
+    columns = np.asarray([row[:3] for row in data["samples"]], np.int64).reshape(-1, 3)
+    tick, ident, stack = columns.T
+    pairs, inverse = np.unique(np.stack([ident, stack], 1), axis=0, return_inverse=True)
+    # A thread's kind is judged once per (thread, stack), not per sample.
+    kinds = np.array([_kind(names.get(str(i), ""), stacks[s], frames) for i, s in pairs.tolist()], np.int8)
+    kind = kinds[inverse.reshape(-1)]
+    return _Sample(tick_weight[tick], (ticks[tick] - start_ns) * 1000, kind, stack, stacks, frames)
 
 
 def _owned(file: str, roots: dict[str, str]) -> str:
@@ -87,46 +95,73 @@ def _owned(file: str, roots: dict[str, str]) -> str:
     return file
 
 
-def _role(thread_name: str, stack: tuple[int, ...], frames) -> str:
+def _kind(thread_name: str, stack: tuple[int, ...], frames) -> int:
     if any(frames[f][0].endswith(_INPUT_FILES) for f in stack):
-        return "input pipeline"
-    return "main" if thread_name == "MainThread" else "other"
+        return _INPUT
+    return 0 if thread_name == "MainThread" else _OTHER
 
 
 def _from_tracer(trace: Trace) -> _Sample | None:
     """Python tracer events (`$file.py:12 name`) on the main thread: each event's self time is a
-    'sample' whose stack is the chain of events around it."""
+    'sample' whose stack is the chain of events around it. Events of no duration hold no time
+    and are left out."""
     codes = [c for c, n in enumerate(trace.names) if n.startswith("$")]
     if not codes:
         return None
     ev = trace.events
-    rows = np.flatnonzero(trace.named(codes) & trace.on_lines(lambda ln: ln.role == "python"))
+    rows = np.flatnonzero(trace.named(codes) & trace.on_lines(lambda ln: ln.role == "python") & (ev["dur_ps"] > 0))
     if len(rows) == 0:
         return None
-    order = np.lexsort((-ev["dur_ps"][rows], ev["start_ps"][rows], ev["line"][rows]))
-    rows = rows[order]
-    frames: list[tuple[str, int, str]] = []
-    frame_of: dict[int, int] = {}
-    weight, time, stack = [], [], []
-    open_: list[tuple[int, int, int]] = []  # (end, frame id, index into weight)
-    columns = [ev[c][rows].tolist() for c in ("line", "start_ps", "dur_ps", "name")]
-    current_line = -1
-    for ln, s, d, code in zip(*columns):
-        if ln != current_line:
-            open_, current_line = [], ln
-        while open_ and open_[-1][0] <= s:
-            open_.pop()
-        if code not in frame_of:
-            frame_of[code] = len(frames)
-            frames.append(_tracer_frame(trace.names[code]))
-        if open_:
-            weight[open_[-1][2]] -= min(d, open_[-1][0] - s)  # the child's time leaves its parent's self
-        stack.append(tuple(f for _e, f, _i in open_) + (frame_of[code],))
-        weight.append(d)
-        time.append(s)
-        open_.append((s + d, frame_of[code], len(weight) - 1))
-    return _Sample(np.maximum(np.asarray(weight, np.int64), 0), np.asarray(time, np.int64),
-                   ["main"] * len(weight), stack, frames)
+    rows = rows[np.lexsort((-ev["dur_ps"][rows], ev["start_ps"][rows], ev["line"][rows]))]
+    line, start, dur = ev["line"][rows], ev["start_ps"][rows], ev["dur_ps"][rows]
+    levels = _levels(line, start, start + dur)
+    frame_codes, frame = np.unique(ev["name"][rows], return_inverse=True)
+    parent, sid, stacks = _nest(levels, frame.reshape(-1).astype(np.int64))
+    # A child's time leaves its parent's self time.
+    has = np.flatnonzero(parent >= 0)
+    up = parent[has]
+    child_ps = np.minimum(dur[has], start[up] + dur[up] - start[has])
+    weight = dur.copy()
+    np.subtract.at(weight, up, child_ps)
+    frames = [_tracer_frame(trace.names[c]) for c in frame_codes.tolist()]
+    return _Sample(np.maximum(weight, 0), start, np.zeros(len(rows), np.int8), sid, stacks, frames)
+
+
+def _levels(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
+    """Rows by nesting depth (rows sorted by line, start, longest first): a row's depth is how
+    many earlier rows of its line are still open at its start."""
+    n = len(start)
+    depth = np.empty(n, np.int64)
+    bounds = np.r_[0, np.flatnonzero(np.diff(line)) + 1, n]
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        closed = np.searchsorted(np.sort(end[a:b]), start[a:b], side="right")
+        depth[a:b] = np.arange(b - a) - closed
+    order = np.argsort(depth, kind="stable")  # each level keeps its rows in time order
+    cuts = np.searchsorted(depth[order], np.arange(1, int(depth.max()) + 1))
+    return np.split(order, cuts)
+
+
+def _nest(levels: list[np.ndarray], frame: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[tuple[int, ...]]]:
+    """Per row its parent (the last earlier row one level up: -1 at the top) and its stack id,
+    and each stack's frames, outermost first; a stack is its parent's plus one frame, so stacks
+    are made a level at a time, once per distinct stack."""
+    parent = np.full(len(frame), -1, np.int64)
+    sid = np.full(len(frame), -1, np.int64)
+    stacks: list[tuple[int, ...]] = []
+    width = int(frame.max()) + 1
+    up_rows = np.empty(0, np.int64)
+    for rows in levels:
+        if len(up_rows):
+            parent[rows] = up_rows[np.searchsorted(up_rows, rows) - 1]
+        up_sid = sid[parent[rows]] if len(up_rows) else np.full(len(rows), -1, np.int64)
+        keys, inverse = np.unique((up_sid + 1) * width + frame[rows], return_inverse=True)
+        base = len(stacks)
+        for key in keys.tolist():
+            above, f = divmod(key, width)
+            stacks.append((stacks[above - 1] if above else ()) + (f,))
+        sid[rows] = base + inverse.reshape(-1)
+        up_rows = rows
+    return parent, sid, stacks
 
 
 def _tracer_frame(name: str) -> tuple[str, int, str]:
@@ -136,45 +171,52 @@ def _tracer_frame(name: str) -> tuple[str, int, str]:
     return (m.group("file") or "<builtins>", int(m.group("line") or 0), m.group("name"))
 
 
-def _placement(samples: _Sample, starts: np.ndarray, ends: np.ndarray) -> list[str]:
-    """Where each sample sits: the input pipeline, other threads, or on the main thread inside
-    a step, between steps, or outside the measured steps."""
+def _placement(samples: _Sample, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Where each sample sits (an index into WHERE): the input pipeline, other threads, or on the
+    main thread inside a step, between steps, or outside the measured steps."""
     i = np.searchsorted(starts, samples.time, side="right") - 1 if len(starts) else np.full(len(samples.time), -1)
     inside = (i >= 0) & (samples.time < np.where(i >= 0, ends[np.maximum(i, 0)], 0))
     between = (i >= 0) & (i < len(starts) - 1) & ~inside
-    out = []
-    for thread, a, b in zip(samples.thread, inside.tolist(), between.tolist()):
-        if thread != "main":
-            out.append(thread)
-        else:
-            out.append("inside steps" if a else "between steps" if b else "outside steps")
-    return out
+    main = np.where(inside, 0, np.where(between, 1, 2))
+    return np.where(samples.kind == 0, main, samples.kind).astype(np.int64)
 
 
-def _rows(samples: _Sample, where: list[str]) -> list[PythonRow]:
+def _groups(samples: _Sample, where: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+    """(stack ids, places, ps): the samples' time summed per distinct stack and place."""
+    keys, inverse = np.unique(samples.stack * len(WHERE) + where, return_inverse=True)
+    ps = np.bincount(inverse.reshape(-1), weights=samples.weight, minlength=len(keys))
+    return (keys // len(WHERE)).tolist(), (keys % len(WHERE)).tolist(), np.rint(ps).astype(np.int64).tolist()
+
+
+def _rows(samples: _Sample, groups) -> list[PythonRow]:
     self_ps: dict = defaultdict(int)
     total_ps: dict = defaultdict(int)
     own_ps: dict = defaultdict(int)
     owners = [code_owner(f[0]) for f in samples.frames]
     user = [o == "user" for o in owners]
     framework = [o in _FRAMEWORKS for o in owners]
-    for w, stack, thread, place in zip(samples.weight.tolist(), samples.stack, samples.thread, where):
+    for sid, place, w in zip(*groups):
+        stack = samples.stacks[sid]
         if not stack:
             continue
-        self_ps[(stack[-1], thread, place)] += w
+        self_ps[(stack[-1], place)] += w
         for f in set(stack):
-            total_ps[(f, thread, place)] += w
+            total_ps[(f, place)] += w
         inner = _own(stack, user, framework)
         if inner is not None:
-            own_ps[(inner, thread, place)] += w
+            own_ps[(inner, place)] += w
     grand = max(int(samples.weight.sum()), 1)
     rows = []
-    for (f, thread, place), total in total_ps.items():
+    for (f, place), total in total_ps.items():
         file, line, name = samples.frames[f]
-        own = self_ps.get((f, thread, place), 0)
-        rows.append(PythonRow(name, file, line, thread, place, code_owner(file), own, total, round(own / grand, 6),
-                              own_ps.get((f, thread, place), 0)))
+        own = self_ps.get((f, place), 0)
+        rows.append(PythonRow(name, file, line, _thread(place), WHERE[place], owners[f], own, total,
+                              round(own / grand, 6), own_ps.get((f, place), 0)))
     return rows
+
+
+def _thread(place: int) -> str:
+    return "main" if place < _INPUT else WHERE[place]
 
 
 def _own(stack: tuple[int, ...], user: list[bool], framework: list[bool]) -> int | None:
@@ -221,20 +263,20 @@ def hottest(profile: PythonProfile, places: tuple[str, ...]) -> tuple[PythonRow,
     return best, min(best.self_ps / place_total, 1.0)
 
 
-def _flame(samples: _Sample) -> tuple[FlameNode, ...]:
+def _flame(samples: _Sample, groups) -> tuple[FlameNode, ...]:
     """An icicle per thread kind: each box a function on the stack, as wide as its time."""
     out: list[FlameNode] = []
     for thread in ("main", "input pipeline", "other"):
-        keep = [i for i, t in enumerate(samples.thread) if t == thread]
-        total = int(samples.weight[keep].sum()) if keep else 0
+        mine = [(sid, w) for sid, place, w in zip(*groups) if _thread(place) == thread and w]
+        total = sum(w for _sid, w in mine)
         if not total:
             continue
         tree: dict = {}
-        for i in keep:
+        for sid, w in mine:
             node = tree
-            for f in samples.stack[i][:FLAME_DEPTH]:
+            for f in samples.stacks[sid][:FLAME_DEPTH]:
                 entry = node.setdefault(f, [0, {}])
-                entry[0] += int(samples.weight[i])
+                entry[0] += w
                 node = entry[1]
         _layout(tree, samples.frames, thread, total, 0, 0, out)
     return tuple(out)
