@@ -121,6 +121,90 @@ def test_the_slow_worker_is_named_the_straggler_for_its_input(captured):
     assert run.steps.source.endswith(f"on host 127.0.0.1_{slow}, the slowest")
 
 
+# A MultiWorkerMirroredStrategy worker: a custom loop whose step all-reduces the gradients
+# across workers (a real collective over gRPC), steps marked the stock way
+# (tf.profiler.experimental.Trace with step_num). `delay` slows its tf.data pipeline.
+SYNC_WORKER = r"""
+import json, os, sys
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+index, ports, prof_port, delay = int(sys.argv[1]), sys.argv[2].split(","), int(sys.argv[3]), float(sys.argv[4])
+os.environ["TF_CONFIG"] = json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+                                      "task": {"type": "worker", "index": index}})
+import numpy as np, tensorflow as tf
+from tensorflow.python.data.experimental.ops import testing as tfdata_testing
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+tf.profiler.experimental.server.start(prof_port)
+x = np.random.default_rng(0).random((64, 8)).astype("float32")
+y = np.random.default_rng(1).random((64, 3)).astype("float32")
+ds = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(8)
+if delay:
+    ds = ds.apply(tfdata_testing.sleep(int(delay * 1e6)))  # a slow disk, in tf.data's threads
+options = tf.data.Options()
+options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+ds = ds.with_options(options)
+with strategy.scope():
+    w, b = tf.Variable(tf.random.normal((8, 3), seed=0)), tf.Variable(tf.zeros(3))
+def replica_step(xb, yb):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((tf.matmul(xb, w) + b - yb) ** 2)
+    grads = tf.distribute.get_replica_context().all_reduce("SUM", tape.gradient(loss, [w, b]))
+    w.assign_sub(0.01 * grads[0])
+    b.assign_sub(0.01 * grads[1])
+@tf.function
+def train_step(it):
+    strategy.run(replica_step, args=next(it))
+it = iter(strategy.experimental_distribute_dataset(ds))
+for _ in range(10):
+    train_step(it)
+print("ready", flush=True)
+step = 0
+while True:
+    with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
+        train_step(it)
+    step += 1
+"""
+
+
+@pytest.fixture(scope="module")
+def synchronous(tmp_path_factory):
+    """Two MultiWorkerMirroredStrategy workers on 127.0.0.1, the second with a slow input
+    pipeline, captured together by `tftrace capture`."""
+    tmp = tmp_path_factory.mktemp("sync")
+    script = tmp / "sync_worker.py"
+    script.write_text(SYNC_WORKER)
+    cluster = ",".join(str(free_port()) for _ in range(2))
+    workers = []
+    for i, delay in enumerate((0.0, 0.03)):
+        port, log = free_port(), tmp / f"sync{i}.log"
+        proc = subprocess.Popen([sys.executable, str(script), str(i), cluster, str(port), str(delay)],
+                                stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                                env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+        workers.append((proc, port, log))
+    try:
+        _wait_ready(workers)
+        proc = run_cli("capture", ",".join(f"127.0.0.1:{p}" for _w, p, _l in workers), str(tmp / "logs"),
+                       "--duration-ms", "1500")
+    finally:
+        for p, _port, _log in workers:
+            p.kill()
+            p.wait()
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr + "".join(log.read_text()[-1500:]
+                                                                         for _p, _port, log in workers)
+    return analyze(str(tmp / "logs")).runs[0], [f"127.0.0.1_{p}" for _w, p, _l in workers]
+
+
+def test_in_synchronous_training_the_host_the_others_wait_for_is_the_straggler(synchronous):
+    run, (fast, slow) = synchronous
+    hosts = {h.host: h for h in run.per_host}
+    assert set(hosts) == {fast, slow} and all(h.steps >= 10 for h in hosts.values())
+    # In lockstep: the same step time on both, the fast one waiting in the all-reduce.
+    assert hosts[fast].mean_ps == pytest.approx(hosts[slow].mean_ps, rel=0.15)
+    assert hosts[fast].collective_ps > 2 * hosts[slow].collective_ps  # per step
+    top = [b for b in run.bottlenecks if b.kind == "straggler"][0]
+    assert slow in top.title and "holds the others back" in top.title and "waiting for input" in top.title
+    assert "in collectives, for it" in top.evidence
+
+
 def _two_machines(tmp_path) -> str:
     run = tmp_path / "logs" / "plugins" / "profile" / "run"
     run.mkdir(parents=True)

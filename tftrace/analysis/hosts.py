@@ -1,6 +1,10 @@
 """Several hosts in one run: each host's steps and breakdown, steps aligned by their numbers
-where markers allow, and the straggler: the slowest host, which sets everyone's step time in
-synchronous training, with the part of its step that makes it slow."""
+where markers allow, and the straggler: the host with the most work per step, which sets
+everyone's step time, with the part of its step that makes it slow.
+
+In synchronous training every host's step lasts as long as the slowest one's: the others wait
+for it in collectives (an all-reduce). So hosts are compared by their work per step, the step
+without the time in collectives, and the straggler is the one the others wait for."""
 
 from __future__ import annotations
 
@@ -61,7 +65,8 @@ def host_rows(views: list[HostView]) -> tuple[HostRow, ...]:
 
 
 def slowest(views: list[HostView]) -> HostView:
-    return max(views, key=lambda v: (_per_step(v, _common(views)), v.host))
+    common = _common(views)
+    return max(views, key=lambda v: (_work(v, common), _per_step(v, common), v.host))
 
 
 def _common(views: list[HostView]) -> set[int]:
@@ -82,26 +87,38 @@ def _per_step(v: HostView, common: set[int]) -> float:
     return v.wall_per_step
 
 
+def _work(v: HostView, common: set[int]) -> float:
+    """Step time without the time in collectives: what a host takes before it can sync."""
+    return _per_step(v, common) - v.part_ms()["collectives"]
+
+
 def straggler(views: list[HostView]):
-    """(share, kind, title, evidence, fix) for the slowest host, or None when no host is
-    clearly slower than the median of the others."""
+    """(share, kind, title, evidence, fix) for the host with the most work per step, or None
+    when no host clearly works longer than the median of the others."""
     if len(views) < 2:
         return None
     common = _common(views)
     worst = slowest(views)
     others = [v for v in views if v is not worst]
-    mine, theirs = _per_step(worst, common), float(np.median([_per_step(v, common) for v in others]))
+    mine, theirs = _work(worst, common), float(np.median([_work(v, common) for v in others]))
     if theirs <= 0 or mine < (1 + STRAGGLER_MIN) * theirs:
         return None
+    step = _per_step(worst, common)
     my_parts = worst.part_ms()
     their_parts = {p: float(np.median([v.part_ms()[p] for v in others])) for p in _PARTS}
-    reason = max(_PARTS, key=lambda p: (my_parts[p] - their_parts[p], p))
+    excess = sorted(((my_parts[p] - their_parts[p], p) for p in _PARTS if p != "collectives"), reverse=True)
+    reason = excess[0][1]
     aligned = f" over the {len(common)} steps all hosts measured" if common else ""
     waiting = max(their_parts["collectives"] - my_parts["collectives"], 0)
-    evidence = (f"{worst.host}: {mine / 1e9:.2f} ms per step against {theirs / 1e9:.2f} ms on the other hosts "
-                f"(median of {len(others)}){aligned}; it spends {(my_parts[reason] - their_parts[reason]) / 1e9:.2f} "
-                f"ms more per step {_LABELS[reason]} ({my_parts[reason] / 1e9:.2f} vs {their_parts[reason] / 1e9:.2f} ms)")
-    if waiting > 0 and reason != "collectives":
-        evidence += f"; the others wait {waiting / 1e9:.2f} ms more per step in collectives"
-    title = f"Straggler: host {worst.host} is {mine / theirs - 1:.0%} slower per step ({_LABELS[reason]})"
-    return (mine - theirs) / mine, "straggler", title, evidence, _FIXES[reason]
+    synced = waiting > STRAGGLER_MIN * step  # the others' steps last as long as its: they wait for it
+    what = "works" if synced else "takes"
+    evidence = (f"{worst.host} {what} {mine / 1e9:.2f} ms per step{' outside collectives' if synced else ''} against "
+                f"{theirs / 1e9:.2f} ms on the other hosts (median of {len(others)}){aligned}; it spends "
+                + "; ".join(f"{d / 1e9:.2f} ms more per step {_LABELS[p]} ({my_parts[p] / 1e9:.2f} vs "
+                            f"{their_parts[p] / 1e9:.2f} ms)" for d, p in excess[:2] if d > 0))
+    if synced:
+        evidence += f"; the others wait {waiting / 1e9:.2f} ms more per step in collectives, for it"
+    more = f"{mine / theirs:.1f}x the others' time" if mine >= 1.5 * theirs else f"{mine / theirs - 1:.0%} more time"
+    title = (f"Straggler: host {worst.host} holds the others back, {more} per step before they sync ({_LABELS[reason]})"
+             if synced else f"Straggler: host {worst.host} is {mine / theirs - 1:.0%} slower per step ({_LABELS[reason]})")
+    return (mine - theirs) / step, "straggler", title, evidence, _FIXES[reason]

@@ -55,7 +55,7 @@ def _step_functions(trace: Trace) -> set[str]:
     if not codes:
         return set()
     mask = trace.named(codes) & trace.on_lines(lambda ln: ln.role == "python")
-    return {trace.names[c] for c in np.unique(trace.events["name"][mask]).tolist()}
+    return {trace.names[c] for c in np.flatnonzero(np.bincount(trace.events["name"][mask])).tolist()}
 
 
 def _from_ops(table: list[OpEntry]) -> str:

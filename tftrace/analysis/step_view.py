@@ -136,7 +136,7 @@ def _depths(s: np.ndarray, e: np.ndarray, line: np.ndarray) -> np.ndarray:
 
 def _categories(trace: Trace, codes: np.ndarray) -> dict[int, str]:
     out = {}
-    for code in np.unique(codes).tolist():
+    for code in np.flatnonzero(np.bincount(codes)).tolist():  # the codes present (np.unique imports np.ma)
         op = trace.ops.get(code)
         name = trace.names[code]
         if op is not None:

@@ -87,7 +87,10 @@ def _ask(client, address: str, folder: str, duration_ms: int, options: dict, fai
         failed[address] = "unreachable (nothing listens there: is the worker's profiler server started?)"
         return
     try:
-        client.trace(address, folder, "", True, int(duration_ms), 1, options)
+        # Dataset ops off: asking for them crashed a MultiWorkerMirroredStrategy worker running a
+        # from_generator pipeline (TF 2.21, "double free"), and tf.data's iterator events are
+        # recorded without them.
+        client.trace(address, folder, "", False, int(duration_ms), 1, options)
     except Exception as e:  # the client raises RuntimeError with gRPC's status text
         failed[address] = _why(str(e))
 

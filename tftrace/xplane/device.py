@@ -40,7 +40,7 @@ def device_names(builder, line, name, stat_names) -> tuple[np.ndarray, dict[str,
     the correlation id of their launch and, in older traces, the step's group id."""
     out = name.copy()
     links = {col: np.full(len(name), -1, np.int64) for col in _LINKS.values()}
-    copies = {c for c in np.unique(name).tolist() if builder.name_of(c).startswith(_COPIES)}
+    copies = {c for c in np.flatnonzero(np.bincount(name)).tolist() if builder.name_of(c).startswith(_COPIES)}
     for i in np.flatnonzero(line.has_stats).tolist():
         st = {stat_names.get(s.metadata_id): s for s in parsed_stats(line.event(i))}
         # A copy stays a copy (as XProf classifies it), whichever op's annotation it carries.
