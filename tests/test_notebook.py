@@ -31,6 +31,21 @@ for _ in range(6):
 """
 
 
+RAISING = """\
+%%tftrace {logdir}
+model.predict(x, verbose=0)
+raise ValueError("bad batch")
+"""
+
+
+def _the_raising_cell_keeps_its_window_cut_short(outputs, logdir) -> None:
+    errors = [o for o in outputs if o.output_type == "error"]
+    assert len(errors) == 1 and errors[0].ename == "ValueError"  # the cell's own traceback, once
+    said = "".join(o.text for o in outputs if o.output_type == "stream" and o.name == "stderr")
+    assert "the cell raised ValueError" in said and "cut short" in said
+    assert "cut short by ValueError" in analyze(str(logdir)).runs[0].cut_short
+
+
 def _rules(scoped: str) -> list[str]:
     """Every selector of a scoped stylesheet, @media blocks opened."""
     body = re.sub(r"@media[^{]*\{", "", scoped)
@@ -48,9 +63,11 @@ def test_cell_magic_in_a_real_kernel_shows_the_report_with_its_verdict(tmp_path)
     pytest.importorskip("ipykernel")
     logdir = tmp_path / "logs"
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell(CAPTURE.format(logdir=logdir))]
-    nbclient.NotebookClient(nb, timeout=240, kernel_name="python3",
+    nb.cells = [nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell(CAPTURE.format(logdir=logdir)),
+                nbformat.v4.new_code_cell(RAISING.format(logdir=tmp_path / "raised"))]
+    nbclient.NotebookClient(nb, timeout=240, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
+    _the_raising_cell_keeps_its_window_cut_short(nb.cells[2].outputs, tmp_path / "raised")
     outputs = nb.cells[1].outputs
     errors = [o for o in outputs if o.output_type == "error"]
     assert not errors, errors

@@ -37,11 +37,22 @@ def tftrace_cell(line: str, cell: str) -> None:
         raise UsageError(f"--top must be at least 1; usage: {USAGE}")
     shell = get_ipython()
     from tftrace.capture.session import trace
-    with trace(args.logdir, label=args.label) as captured:
+    captured = trace(args.logdir, label=args.label)
+    captured.__enter__()
+    error: BaseException | None = None
+    try:
+        # run_cell shows the cell's own traceback and keeps its error instead of raising it:
+        # hand that error to the capture so the window is marked cut short by it.
         result = shell.run_cell(cell)
-    if not result.success:
-        print("tftrace: the cell raised; no report (the capture, if any, is kept in "
-              f"{captured.run_dir or args.logdir})", file=sys.stderr)
+        error = result.error_before_exec or result.error_in_exec
+    except BaseException as e:
+        error = e
+        raise
+    finally:
+        captured.__exit__(type(error) if error is not None else None, error, None)
+    if error is not None:
+        print(f"tftrace: the cell raised {type(error).__name__}; no report (what was captured is kept in "
+              f"{captured.run_dir or args.logdir}, marked cut short)", file=sys.stderr)
         return
     if not captured.run_dir:
         print("tftrace: nothing was captured (see the warning above)", file=sys.stderr)
