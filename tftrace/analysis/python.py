@@ -184,8 +184,9 @@ def _placement(samples: _Sample, starts: np.ndarray, ends: np.ndarray) -> np.nda
 def _groups(samples: _Sample, where: np.ndarray) -> tuple[list[int], list[int], list[int]]:
     """(stack ids, places, ps): the samples' time summed per distinct stack and place."""
     keys, inverse = np.unique(samples.stack * len(WHERE) + where, return_inverse=True)
-    ps = np.bincount(inverse.reshape(-1), weights=samples.weight, minlength=len(keys))
-    return (keys // len(WHERE)).tolist(), (keys % len(WHERE)).tolist(), np.rint(ps).astype(np.int64).tolist()
+    ps = np.zeros(len(keys), np.int64)
+    np.add.at(ps, inverse.reshape(-1), samples.weight)  # integer sums: exact to the picosecond
+    return (keys // len(WHERE)).tolist(), (keys % len(WHERE)).tolist(), ps.tolist()
 
 
 def _rows(samples: _Sample, groups) -> list[PythonRow]:
