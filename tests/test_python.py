@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import PUBLIC, run_cli, sample
+from conftest import PUBLIC, run_cli, sample, sample_file
 from tftrace.analysis.python import code_owner
 from tftrace.api import analyze
 
@@ -52,6 +52,47 @@ def test_tracer_events_nest_into_stacks_per_thread_line():
 def test_runs_without_python_data_have_an_empty_python_table():
     run = analyze(sample("augment", "flatten")).runs[0]
     assert run.python.rows == () and run.python.source == ""
+
+
+@pytest.mark.parametrize("content,why", [
+    (b'{"samples": [[0, 1, 0, 5]], "ticks": "x"}', "no positive interval_s"),
+    (b'{"samples": [[0, 1, 0, 5]], "ticks": [1], "interval_s": 0.005, "frames": [], "stacks": [[3]]}',
+     "a stack names a frame that is not there"),
+    (b'{"samples": [[7, 1, 0, 5]], "ticks": [1], "interval_s": 0.005, "frames": [["a.py", 1, "f"]], '
+     b'"stacks": [[0]]}', "a sample's tick is not there"),
+    (b"[1, 2]", "not a JSON object"), (b"{", "unreadable Python samples"),
+    (b" " * (2 << 20) + b"{}", "more than 1 MB once inflated"),  # a bomb, with the limit lowered
+], ids=["types", "frame-ids", "tick-ids", "not-an-object", "not-json", "bomb"])
+def test_bad_python_samples_beside_a_trace_are_left_out_with_a_note(tmp_path, content, why):
+    import gzip
+    import json
+    import shutil
+    run = tmp_path / "plugins" / "profile" / "run"
+    shutil.copytree(os.path.dirname(sample_file("augment", "flatten")), run)
+    (run / "tftrace_python.json.gz").write_bytes(gzip.compress(content))
+    proc = run_cli("analyze", str(tmp_path), "--format", "json", "--no-tensorboard", env={"TFTRACE_MAX_JSON_MB": "1"})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    data = json.loads(proc.stdout)["runs"][0]
+    assert any(why in note and "left out" in note for note in data["notes"]), data["notes"]
+    assert data["verdict"]["bound"]  # the trace itself is analysed as ever
+
+
+@pytest.mark.parametrize("content,why", [
+    (b'{"layers": 7, "mode": 5}', "sidecar fields layers, mode malformed"),
+    (b'{"layer_params": {"dense": "x"}}', "sidecar field layer_params malformed"),
+    (b"[1]", "not a JSON object"), (b"{", "unreadable tftrace sidecar"),
+], ids=["types", "nested", "not-an-object", "not-json"])
+def test_a_bad_sidecar_beside_a_trace_is_left_out_with_a_note(tmp_path, content, why):
+    import json
+    import shutil
+    run = tmp_path / "plugins" / "profile" / "run"
+    shutil.copytree(os.path.dirname(sample_file("augment", "flatten")), run)
+    (run / "tftrace_run.json").write_bytes(content)
+    proc = run_cli("analyze", str(tmp_path), "--format", "json", "--no-tensorboard")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    data = json.loads(proc.stdout)["runs"][0]
+    assert any(why in note and "left out" in note for note in data["notes"]), data["notes"]
+    assert data["verdict"]["bound"]
 
 
 @pytest.mark.parametrize("path,owner", [

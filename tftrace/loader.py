@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import gzip
-import json
 import os
 
 from tftrace.build import TraceBuilder
@@ -12,10 +10,11 @@ from tftrace.capture.sampler import SAMPLES_FILE
 from tftrace.capture.sidecar import SIDECAR
 from tftrace.errors import TraceReadError
 from tftrace.logdir import Run, find_runs, host_from_file
+from tftrace.samples_file import read_samples
+from tftrace.sidecar_file import read_sidecar
 from tftrace.events import Trace
 from tftrace.xplane.read import read_xspace
 from tftrace.xplane.trace_json import read_trace_json
-
 
 
 def load_run(run: Run, progress=None) -> Trace:
@@ -41,41 +40,20 @@ def load_run(run: Run, progress=None) -> Trace:
     if len(problems) == len(run.files):
         raise problems[0]
     trace = builder.build()
-    try:
-        samples = read_python_samples(run)
-    except TraceReadError as e:  # the trace stands without them
-        samples = None
-        problems.append(e)
-    return dataclasses.replace(trace, sidecar=read_sidecar(run), problems=tuple(str(e) for e in problems),
+    samples = None
+    if os.path.isfile(beside(run, SAMPLES_FILE)):
+        try:
+            samples = read_samples(beside(run, SAMPLES_FILE))
+        except TraceReadError as e:  # the trace stands without them
+            problems.append(e)
+    sidecar, noted = read_sidecar(beside(run, SIDECAR)) if os.path.isfile(beside(run, SIDECAR)) else ({}, [])
+    return dataclasses.replace(trace, sidecar=sidecar, problems=tuple(str(e) for e in problems) + tuple(noted),
                                python_samples=samples)
 
 
-def read_sidecar(run: Run) -> dict:
-    """The model metadata `TraceCallback` saved beside a run, or {} when there is none."""
-    folder = run.path if os.path.isdir(run.path) else os.path.dirname(run.path)
-    path = os.path.join(folder, SIDECAR)
-    if not os.path.isfile(path):
-        return {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        raise TraceReadError(f"{path}: unreadable tftrace sidecar ({e})") from None
-    return data if isinstance(data, dict) else {}
-
-
-def read_python_samples(run: Run) -> dict | None:
-    """The Python stack samples `python=True` saved beside a run, or None."""
-    folder = run.path if os.path.isdir(run.path) else os.path.dirname(run.path)
-    path = os.path.join(folder, SAMPLES_FILE)
-    if not os.path.isfile(path):
-        return None
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError, EOFError) as e:
-        raise TraceReadError(f"{path}: unreadable Python samples ({e})") from None
-    return data if isinstance(data, dict) else None
+def beside(run: Run, name: str) -> str:
+    """The path of a file saved beside a run's traces (its sidecar, its Python samples)."""
+    return os.path.join(run.path if os.path.isdir(run.path) else os.path.dirname(run.path), name)
 
 
 def load(path: str) -> Trace:

@@ -1,0 +1,45 @@
+"""Read the metadata `TraceCallback` saves beside a run (`tftrace_run.json`), each field checked:
+a field of the wrong type is left out with a note, never a traceback."""
+
+from __future__ import annotations
+
+import json
+
+from tftrace.errors import TraceReadError
+
+# The fields the analyses read, and what each must be.
+_FIELDS = {
+    "mode": str, "model": str, "tensorflow_version": str, "keras_version": str,
+    "batch_size": (int, type(None)), "params": int, "trainable_params": int,
+    "layers": list, "layer_names": list, "layer_params": dict, "regions": list, "steps": list,
+    "cut_short": dict, "window": dict,
+}
+
+
+def read_sidecar(path: str) -> tuple[dict, list[str]]:
+    """(fields, problems): the sidecar's well-formed fields, and a note for what was left out."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        return {}, [str(TraceReadError(f"{path}: unreadable tftrace sidecar ({e}); left out"))]
+    if not isinstance(data, dict):
+        return {}, [f"{path}: the tftrace sidecar is not a JSON object; left out"]
+    bad = sorted(k for k, kind in _FIELDS.items() if k in data and not _fits(data[k], kind, k))
+    clean = {k: v for k, v in data.items() if k not in bad}
+    return clean, [f"{path}: sidecar field{'s' if len(bad) > 1 else ''} {', '.join(bad)} malformed; left out"] if bad else []
+
+
+def _fits(value, kind, key: str) -> bool:
+    if isinstance(value, bool) and kind is int:
+        return False
+    if not isinstance(value, kind):
+        return False
+    if key == "layers":
+        return all(isinstance(x, dict) and isinstance(x.get("name", ""), str) and isinstance(x.get("class", ""), str)
+                   for x in value)
+    if key in ("layer_names", "regions"):
+        return all(isinstance(x, str) for x in value)
+    if key == "layer_params":
+        return all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in value.items())
+    return True
