@@ -113,9 +113,9 @@ def straggler(views: list[HostView]):
     synced = waiting > STRAGGLER_MIN * step  # the others' steps last as long as its: they wait for it
     what = "works" if synced else "takes"
     evidence = (f"{worst.host} {what} {mine / 1e9:.2f} ms per step{' outside collectives' if synced else ''} against "
-                f"{theirs / 1e9:.2f} ms on the other hosts (median of {len(others)}){aligned}; it spends "
-                + "; ".join(f"{d / 1e9:.2f} ms more per step {_LABELS[p]} ({my_parts[p] / 1e9:.2f} vs "
-                            f"{their_parts[p] / 1e9:.2f} ms)" for d, p in excess[:2] if d > 0))
+                f"{theirs / 1e9:.2f} ms on the other hosts (median of {len(others)}){aligned}")
+    evidence += "".join(f"; it spends {d / 1e9:.2f} ms more per step {_LABELS[p]} ({my_parts[p] / 1e9:.2f} vs "
+                        f"{their_parts[p] / 1e9:.2f} ms)" for d, p in excess[:2] if d > 0)
     if synced:
         evidence += f"; the others wait {waiting / 1e9:.2f} ms more per step in collectives, for it"
     more = f"{mine / theirs:.1f}x the others' time" if mine >= 1.5 * theirs else f"{mine / theirs - 1:.0%} more time"

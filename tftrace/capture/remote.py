@@ -87,9 +87,9 @@ def _ask(client, address: str, folder: str, duration_ms: int, options: dict, fai
         failed[address] = "unreachable (nothing listens there: is the worker's profiler server started?)"
         return
     try:
-        # Dataset ops off: asking for them crashed a MultiWorkerMirroredStrategy worker running a
-        # from_generator pipeline (TF 2.21, "double free"), and tf.data's iterator events are
-        # recorded without them.
+        # Dataset ops off: tracing a MultiWorkerMirroredStrategy worker through its server can
+        # crash it in TF 2.21 ("double free"), more often with them; tf.data's iterator events
+        # are recorded without them.
         client.trace(address, folder, "", False, int(duration_ms), 1, options)
     except Exception as e:  # the client raises RuntimeError with gRPC's status text
         failed[address] = _why(str(e))
