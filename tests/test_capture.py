@@ -277,3 +277,21 @@ def test_tf_keras_fit_and_predict_where_installed(tmp_path):
     for name, run in reports.items():
         assert run.steps.count == 5 and run.steps.source in ("marker 'train'", "marker 'predict'")
         assert {r.layer for r in run.layers} <= {"conv", "out"}
+
+
+def test_a_worker_of_a_multi_worker_cluster_is_warned_once_and_still_captured(tmp_path, monkeypatch):
+    from tftrace.capture import session
+    monkeypatch.setattr(session, "_multi_worker_warned", False)
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}}')
+
+    def capture(name):
+        with tftrace.trace(str(tmp_path / name)) as t:
+            tf.reduce_sum(tf.ones((4, 4)))
+        return t.run_dir
+    first, said = capture_warnings(lambda: capture("one"))
+    assert first and len(said) == 1 and "multi-worker cluster" in str(said[0].message)
+    second, said = capture_warnings(lambda: capture("two"))
+    assert second and not said  # once per process
+    monkeypatch.setattr(session, "_multi_worker_warned", False)
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}}')
+    assert not capture_warnings(lambda: capture("single"))[1]  # one worker: nothing to say

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import itertools
+import json
 import os
 import sys
 import tempfile
@@ -38,6 +39,29 @@ def _user_level() -> int:
 
 def _profile_root(log_dir: str) -> str:
     return os.path.join(log_dir, "plugins", "profile")
+
+
+_multi_worker_warned = False
+
+
+def _warn_multi_worker_once() -> None:
+    """TensorFlow 2.21 can abort a MultiWorkerMirroredStrategy worker while it collects a trace
+    (heap corruption in tsl::profiler::ParseAnnotation): say so once, then capture as asked."""
+    global _multi_worker_warned
+    if _multi_worker_warned or _cluster_tasks(os.environ.get("TF_CONFIG", "")) < 2:
+        return
+    _multi_worker_warned = True
+    _warn("this process is one task of a multi-worker cluster (TF_CONFIG): TensorFlow 2.21 can abort such a "
+          "worker while it collects a trace (a TensorFlow bug, about 1 capture in 4-5 in tftrace's tests); "
+          "capturing anyway, so profile a run you can afford to restart")
+
+
+def _cluster_tasks(tf_config: str) -> int:
+    try:
+        cluster = json.loads(tf_config).get("cluster", {})
+        return sum(len(tasks) for tasks in cluster.values() if isinstance(tasks, (list, dict)))
+    except (ValueError, AttributeError, TypeError):
+        return 0
 
 
 def writable(log_dir: str) -> str | None:
@@ -99,6 +123,7 @@ class ProfilerSession:
         if not close_abandoned():
             _warn(f"another tftrace capture ({_open.label}) is running; the {self.label} window is skipped")
             return False
+        _warn_multi_worker_once()
         import tensorflow as tf
         self._before = set(os.listdir(_profile_root(self.log_dir)))
         try:
