@@ -54,30 +54,39 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
 
     pipe = trace.named(c for c, op in trace.ops.items() if is_pipeline_op(op))
     tracing = trace.named(trace.codes(_TRACING))
-    in_steps = _inside(ev["start_ps"], start, end)
-    phases = _phases(trace, (pipe | tracing) & in_steps, is_input, start, end)
-    in_phase = _inside(ev["start_ps"], *phases)
-    eager = trace.named(c for c, op in trace.ops.items() if op.kind == "eager") & is_compute & in_steps
+    eager = trace.named(c for c, op in trace.ops.items() if op.kind == "eager") & is_compute
+    # Only the few rows these masks pick are placed against the steps, not every event.
+    rows = np.flatnonzero(pipe | tracing | eager)
+    rows = rows[_inside(ev["start_ps"][rows], start, end)]
+    pipe_rows, eager_rows = rows[pipe[rows]], rows[eager[rows]]
+    phases = _phases(trace, rows[pipe[rows] | tracing[rows]], is_input, start, end)
+    loose = tracing & ~known  # tracing that is neither input nor compute
+    tracing_all = np.flatnonzero(loose)
+    in_phase = _inside(ev["start_ps"][tracing_all], *phases)
     self_ps = ev["self_ps"]
-    names = ev["name"]
-    pipe_in_steps = np.flatnonzero(pipe & in_steps)
     regions = [(r, extra(*spans(ev, trace.named(trace.codes([r])) & ~known))) for r in trace.sidecar.get("regions", [])]
     return Overhead(
-        pipeline_ps=extra(*phases), pipeline_ops=_by_type(trace, names[pipe_in_steps], self_ps[pipe_in_steps]),
-        tracing_ps=extra(*spans(ev, tracing & ~known & ~in_phase)), traced=_traced(trace, in_steps),
-        eager_ps=int(self_ps[eager].sum()), eager_count=int(eager.sum()),
+        pipeline_ps=extra(*phases), pipeline_ops=_by_type(trace, ev["name"][pipe_rows], self_ps[pipe_rows]),
+        tracing_ps=extra(*_row_spans(ev, tracing_all[~in_phase])), traced=_traced(trace, start, end),
+        eager_ps=int(self_ps[eager_rows].sum()), eager_count=len(eager_rows),
         regions=tuple(sorted(((r, ps) for r, ps in regions if ps > 0), key=lambda kv: (-kv[1], kv[0]))),
-        pipeline_tracing_ps=extra(*spans(ev, tracing & in_phase & ~known)),
+        pipeline_tracing_ps=extra(*_row_spans(ev, tracing_all[in_phase])),
     )
 
 
-def _phases(trace: Trace, mask: np.ndarray, is_input: np.ndarray, start: np.ndarray,
+def _row_spans(events, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    start = events["start_ps"][rows]
+    return start, start + events["dur_ps"][rows]
+
+
+def _phases(trace: Trace, rows: np.ndarray, is_input: np.ndarray, start: np.ndarray,
             end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pipeline-building phases on the main thread: per step, the span of the pipeline events
-    between two anchors (step-function calls and input waits), which end a phase."""
+    (`rows`, inside steps) between two anchors (step-function calls and input waits), which end
+    a phase."""
     ev = trace.events
     main = trace.on_lines(lambda ln: ln.role == "python")
-    rows = np.flatnonzero(mask & main)
+    rows = rows[main[rows]]
     if len(rows) == 0 or len(start) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     anchors = np.sort(ev["start_ps"][(trace.named(trace.codes(STEP_FUNCTIONS)) | is_input) & main])
@@ -113,11 +122,12 @@ def _by_type(trace: Trace, names: np.ndarray, self_ps: np.ndarray) -> tuple[tupl
     return tuple(sorted(totals.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _traced(trace: Trace, in_steps: np.ndarray) -> tuple[tuple[str, int], ...]:
+def _traced(trace: Trace, start: np.ndarray, end: np.ndarray) -> tuple[tuple[str, int], ...]:
     """tf.function calls that traced (stat tf_function_call = 'traced-...') inside steps."""
     rows = trace.stats["event"]
     fn_call = trace.stats["fn_call"]
-    keep = (fn_call >= 0) & in_steps[rows]
+    keep = np.flatnonzero(fn_call >= 0)
+    keep = keep[_inside(trace.events["start_ps"][rows[keep]], start, end)]
     names = trace.events["name"][rows[keep]]
     counts: Counter = Counter()
     for name, call in zip(names.tolist(), fn_call[keep].tolist()):
