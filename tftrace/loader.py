@@ -40,13 +40,13 @@ def load_run(run: Run, progress=None) -> Trace:
     if len(problems) == len(run.files):
         raise problems[0]
     trace = builder.build()
-    samples = None
-    if os.path.isfile(beside(run, SAMPLES_FILE)):
+    samples, samples_path, sidecar_path = None, beside(run, SAMPLES_FILE), beside(run, SIDECAR)
+    if os.path.isfile(samples_path):
         try:
-            samples = read_samples(beside(run, SAMPLES_FILE))
+            samples = read_samples(samples_path)
         except TraceReadError as e:  # the trace stands without them
             problems.append(e)
-    sidecar, noted = read_sidecar(beside(run, SIDECAR)) if os.path.isfile(beside(run, SIDECAR)) else ({}, [])
+    sidecar, noted = read_sidecar(sidecar_path) if os.path.isfile(sidecar_path) else ({}, [])
     return dataclasses.replace(trace, sidecar=sidecar, problems=tuple(str(e) for e in problems) + tuple(noted),
                                python_samples=samples)
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 
-from tftrace.errors import TraceReadError
 
 # The fields the analyses read, and what each must be.
 _FIELDS = {
     "mode": str, "model": str, "tensorflow_version": str, "keras_version": str,
     "batch_size": (int, type(None)), "params": int, "trainable_params": int,
-    "layers": list, "layer_names": list, "layer_params": dict, "regions": list, "steps": list,
-    "cut_short": dict, "window": dict,
+    "label": str, "layers": list, "layer_names": list, "layer_params": dict, "regions": list, "steps": list,
+    "cut_short": dict,
 }
 
 
@@ -22,7 +21,7 @@ def read_sidecar(path: str) -> tuple[dict, list[str]]:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, ValueError) as e:
-        return {}, [str(TraceReadError(f"{path}: unreadable tftrace sidecar ({e}); left out"))]
+        return {}, [f"{path}: unreadable tftrace sidecar ({e}); left out"]
     if not isinstance(data, dict):
         return {}, [f"{path}: the tftrace sidecar is not a JSON object; left out"]
     bad = sorted(k for k, kind in _FIELDS.items() if k in data and not _fits(data[k], kind, k))

@@ -60,17 +60,16 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
     rows = rows[_inside(ev["start_ps"][rows], start, end)]
     pipe_rows, eager_rows = rows[pipe[rows]], rows[eager[rows]]
     phases = _phases(trace, rows[pipe[rows] | tracing[rows]], is_input, start, end)
-    loose = tracing & ~known  # tracing that is neither input nor compute
-    tracing_all = np.flatnonzero(loose)
-    in_phase = _inside(ev["start_ps"][tracing_all], *phases)
+    tracing_rows = np.flatnonzero(tracing & ~known)  # tracing that is neither input nor compute
+    in_phase = _inside(ev["start_ps"][tracing_rows], *phases)
     self_ps = ev["self_ps"]
     regions = [(r, extra(*spans(ev, trace.named(trace.codes([r])) & ~known))) for r in trace.sidecar.get("regions", [])]
     return Overhead(
         pipeline_ps=extra(*phases), pipeline_ops=_by_type(trace, ev["name"][pipe_rows], self_ps[pipe_rows]),
-        tracing_ps=extra(*_row_spans(ev, tracing_all[~in_phase])), traced=_traced(trace, start, end),
+        tracing_ps=extra(*_row_spans(ev, tracing_rows[~in_phase])), traced=_traced(trace, start, end),
         eager_ps=int(self_ps[eager_rows].sum()), eager_count=len(eager_rows),
         regions=tuple(sorted(((r, ps) for r, ps in regions if ps > 0), key=lambda kv: (-kv[1], kv[0]))),
-        pipeline_tracing_ps=extra(*_row_spans(ev, tracing_all[in_phase])),
+        pipeline_tracing_ps=extra(*_row_spans(ev, tracing_rows[in_phase])),
     )
 
 
