@@ -13,8 +13,9 @@ from tftrace.xplane.json_stream import limit_bytes
 
 
 def read_samples(path: str) -> dict:
-    """The samples file's data; TraceReadError if it cannot be read, is larger than the JSON
-    limit once inflated, or does not hold what capture/sampler.py writes."""
+    """The samples file's data, its `ticks` and `samples` as int64 arrays (checked once, used as
+    they are); TraceReadError if it cannot be read, is larger than the JSON limit once inflated,
+    or does not hold what capture/sampler.py writes."""
     limit = limit_bytes()
     try:
         with gzip.open(path, "rb") as f:
@@ -22,14 +23,15 @@ def read_samples(path: str) -> dict:
         if len(raw) > limit:
             raise TraceReadError(f"{path}: Python samples hold more than {limit >> 20} MB once inflated; left out")
         data = json.loads(raw)
-        _check(data)
+        data["ticks"], data["samples"] = _check(data)
     except (OSError, ValueError, EOFError, TypeError) as e:
         raise TraceReadError(f"{path}: unreadable Python samples ({e}); left out") from None
     return data
 
 
-def _check(data) -> None:
-    """Raise ValueError unless every id in the samples points at a tick, a stack and frames."""
+def _check(data) -> tuple[np.ndarray, np.ndarray]:
+    """(ticks, samples) as arrays; ValueError unless every id in the samples points at a tick, a
+    stack and frames."""
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     interval = data.get("interval_s")
@@ -52,6 +54,7 @@ def _check(data) -> None:
         raise ValueError("ticks or samples have the wrong shape")
     _in_range(samples[:, 0], len(ticks), "a sample's tick is not there")
     _in_range(samples[:, 2], len(stacks), "a sample's stack is not there")
+    return ticks, samples
 
 
 def _frame(f) -> bool:

@@ -66,7 +66,7 @@ def python_profile(trace: Trace, starts: np.ndarray, ends: np.ndarray, top: int 
 
 def _from_sampler(trace: Trace) -> _Sample | None:
     data = trace.python_samples
-    if not isinstance(data, dict) or not data.get("samples") or not trace.profile_start_ns:
+    if not isinstance(data, dict) or not len(data.get("samples", ())) or not trace.profile_start_ns:
         return None
     start_ns = next(iter(trace.profile_start_ns.values()))
     ticks = np.asarray(data["ticks"], np.int64)
@@ -77,8 +77,7 @@ def _from_sampler(trace: Trace) -> _Sample | None:
     frames = [(_owned(f[0], roots), *f[1:]) for f in data["frames"]]
     stacks = [tuple(s) for s in data["stacks"]]
     names = data.get("threads", {})
-    columns = np.asarray([row[:3] for row in data["samples"]], np.int64).reshape(-1, 3)
-    tick, ident, stack = columns.T
+    tick, ident, stack = np.asarray(data["samples"], np.int64).reshape(-1, 4)[:, :3].T
     pairs, inverse = np.unique(np.stack([ident, stack], 1), axis=0, return_inverse=True)
     # A thread's kind is judged once per (thread, stack), not per sample.
     kinds = np.array([_kind(names.get(str(i), ""), stacks[s], frames) for i, s in pairs.tolist()], np.int8)
