@@ -145,7 +145,11 @@ def test_xprof_thresholds_decide_input_bound():
             ("tf_Compute/1", "model/a/MatMul:MatMul", 0, 100 - us),
             ("tf_Compute/1", "IteratorGetNext:IteratorGetNext", 100 - us, us),
         ]), "t").verdict
-    assert run_with_input(20).bound == "input" and "Highly" in run_with_input(20).text
+    assert run_with_input(60).bound == "input" and "Highly" in run_with_input(60).text
+    # Past XProf's 20% bar but smaller than compute: the larger part leads, input comes second.
+    both = run_with_input(20)
+    assert both.bound == "compute" and both.text.startswith("Compute-bound")
+    assert "highly input-bound as well (20%" in both.text
     moderate = run_with_input(6)
     assert moderate.bound == "compute" and "moderately input-bound" in moderate.text
     assert "input" not in run_with_input(2).text.split(":")[1]

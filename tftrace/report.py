@@ -57,6 +57,15 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class Fact:
+    """One evidence item of a bottleneck: a label, and the number (or name) it states."""
+
+    label: str
+    value: float | int | str | None = None
+    unit: str = ""  # ms, %, or a count's noun
+
+
+@dataclass(frozen=True)
 class Bottleneck:
     rank: int
     kind: str
@@ -66,6 +75,7 @@ class Bottleneck:
     recommendation: str
     step_if_removed_ps: int = 0  # projected mean step time (with the gap after it) without this time
     step_ps: int = 0  # the mean step time (with the gap after it) it is projected from
+    facts: tuple[Fact, ...] = ()  # the evidence item by item (`evidence` is them in one line)
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
     rows = np.flatnonzero(pipe | tracing | eager)
     rows = rows[_inside(ev["start_ps"][rows], start, end)]
     pipe_rows, eager_rows = rows[pipe[rows]], rows[eager[rows]]
-    phases = _phases(trace, rows[pipe[rows] | tracing[rows]], is_input, start, end)
+    phases = _phases(trace, rows[pipe[rows] | tracing[rows]], pipe, is_input, start, end)
     tracing_rows = np.flatnonzero(tracing & ~known)  # tracing that is neither input nor compute
     in_phase = _inside(ev["start_ps"][tracing_rows], *phases)
     self_ps = ev["self_ps"]
@@ -78,11 +78,12 @@ def _row_spans(events, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return start, start + events["dur_ps"][rows]
 
 
-def _phases(trace: Trace, rows: np.ndarray, is_input: np.ndarray, start: np.ndarray,
+def _phases(trace: Trace, rows: np.ndarray, pipe: np.ndarray, is_input: np.ndarray, start: np.ndarray,
             end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pipeline-building phases on the main thread: per step, the span of the pipeline events
     (`rows`, inside steps) between two anchors (step-function calls and input waits), which end
-    a phase."""
+    a phase. A phase holds at least one pipeline op (`pipe`): tracing alone (a retraced
+    tf.function) builds no pipeline."""
     ev = trace.events
     main = trace.on_lines(lambda ln: ln.role == "python")
     rows = rows[main[rows]]
@@ -94,10 +95,11 @@ def _phases(trace: Trace, rows: np.ndarray, is_input: np.ndarray, start: np.ndar
     step = np.searchsorted(start, s, side="right") - 1
     key = step * (len(anchors) + 1) + np.searchsorted(anchors, s, side="right")
     order = np.argsort(key, kind="stable")
-    key, s, e = key[order], s[order], e[order]
+    key, s, e, has_op = key[order], s[order], e[order], pipe[rows][order]
     first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
-    lo = np.minimum.reduceat(s, first)
-    hi = np.maximum.reduceat(e, first)
+    keep = np.maximum.reduceat(has_op.astype(np.int8), first) > 0
+    lo = np.minimum.reduceat(s, first)[keep]
+    hi = np.maximum.reduceat(e, first)[keep]
     return merge(lo, hi)
 
 

@@ -6,9 +6,9 @@ import dataclasses
 
 import numpy as np
 
-from tftrace.analysis.bottlenecks import bottlenecks
 from tftrace.analysis.breakdown import event_classes, timeline
 from tftrace.analysis.eager import eager_layers
+from tftrace.analysis.findings import Context, diagnose
 from tftrace.analysis.input import input_pipeline
 from tftrace.analysis.ops import op_stats, op_table
 from tftrace.analysis.overhead import overhead
@@ -18,7 +18,7 @@ from tftrace.analysis.devices import device_rows
 from tftrace.analysis.hosts import HostView, host_rows, slowest, straggler
 from tftrace.analysis.mode import run_mode
 from tftrace.analysis.step_view import step_view
-from tftrace.analysis.steps import Steps, find_steps
+from tftrace.analysis.steps import STEP_FUNCTIONS, Steps, find_steps
 from tftrace.analysis.verdict import verdict
 from tftrace.analysis.window import window_note
 from tftrace.report import Breakdown, RunReport, StepRow, StepsSummary
@@ -47,7 +47,9 @@ def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: s
     eager = _is_eager(table)
     pipeline = input_pipeline(trace, top)
     python = python_profile(timed, tl.start, tl.start + tl.dur)  # all rows: the findings look through them
-    found = bottlenecks(parts, tl, ov, stats, pipeline, mode, eager, _keras_loop(steps, mode), straggler(views), python)
+    ctx = Context(timed, steps, tl, parts, ov, stats, table, pipeline, mode, eager, _loop(timed, steps, mode), python,
+                  straggler(views))
+    found = diagnose(ctx)
     return RunReport(
         path=trace.path, name=name, hosts=trace.hosts, devices=trace.devices, mode=mode, mode_source=mode_source,
         eager=eager, steps=_steps_summary(steps, tl, timed.hosts[0] if views else ""), breakdown=parts,
@@ -87,12 +89,18 @@ def _steps_with_device_work(trace: Trace) -> tuple[Steps, DeviceWork]:
     return steps, work
 
 
-def _keras_loop(steps: Steps, mode: str) -> bool:
-    """The steps are Keras' own batches, so the time between them is Keras' loop and callbacks.
-    (Per-call predict steps are the user's loop: predict runs once per item there.)"""
-    if steps.kind == "marker":
-        return all(n.lower() in _KERAS_MARKERS for n in steps.names)
-    return steps.kind == "function" and mode in ("train", "evaluate")
+def _loop(trace: Trace, steps: Steps, mode: str) -> str:
+    """Who drives the steps: `keras` (fit or evaluate: the time between steps is Keras' loop and
+    callbacks), `predict` (predict or model calls, per item in the user's loop or per batch in
+    Keras'), or `custom` (the user's own training loop)."""
+    if mode == "predict":
+        return "predict"
+    user_marked = trace.sidecar.get("mode") == "trace"  # tftrace.trace() with tftrace.step(): the user's loop
+    if steps.kind == "marker" and not user_marked and all(n.lower() in _KERAS_MARKERS for n in steps.names):
+        return "keras"
+    if steps.kind == "function" and steps.names and steps.names[0] in STEP_FUNCTIONS and mode in ("train", "evaluate"):
+        return "keras"
+    return "custom" if mode in ("train", "evaluate", "unknown", "mixed") else "predict"
 
 
 def _is_eager(table) -> bool:

@@ -16,6 +16,7 @@ from tftrace.events import Trace
 STEP_FUNCTIONS = ("multi_step_on_iterator", "one_step_on_iterator", "one_step_on_data_distributed",
                   "one_step_on_data", "train_function", "test_function", "predict_function",
                   "distributed_train_function", "run_step")
+MIN_CALLS = 3  # a custom loop's step function must run at least this often to give steps
 # Runtime events TensorFlow marks as roots itself; they are function calls, not user steps.
 _IMPLICIT_ROOTS = ("FunctionRun", "SessionRun", "RunGraph", "ExecutorState::Process")
 
@@ -39,7 +40,8 @@ class Steps:
 
 def find_steps(trace: Trace) -> Steps:
     """The best step source this trace offers, in order of trust."""
-    for finder in (_root_markers, _keras3_batches, _step_functions, _device_steps, _device_modules, _window):
+    for finder in (_root_markers, _keras3_batches, _step_functions, _user_functions, _device_steps, _device_modules,
+                   _window):
         steps = finder(trace)
         if steps is not None:
             return steps
@@ -127,6 +129,31 @@ def _step_functions(trace: Trace) -> Steps | None:
                " (with steps_per_execution > 1, one call runs several steps)"))
     return Steps(f"function '{trace.names[best]}'", "function", tuple(start.tolist()),
                  tuple(end.tolist()), calls.numbers, calls.names, note)
+
+
+def _user_functions(trace: Trace) -> Steps | None:
+    """A custom loop calls its own tf.function (say `train_step`) once per iteration: the
+    function called most often on the Python thread (then the one taking the most time) gives
+    the steps, one per call; the user's Python between calls is the gap between steps."""
+    ev = trace.events
+    rows = trace.stats["event"][trace.stats["fn_call"] >= 0]
+    rows = rows[trace.on_lines(lambda ln: ln.role == "python")[rows]]
+    if len(rows) < MIN_CALLS:
+        return None
+    codes = ev["name"][rows]
+    counts = Counter(codes.tolist())
+    time = Counter()
+    for code, dur in zip(codes.tolist(), ev["dur_ps"][rows].tolist()):
+        time[code] += dur
+    best = max(counts, key=lambda c: (counts[c], time[c], -c))
+    if counts[best] < MIN_CALLS:
+        return None
+    mask = np.zeros(len(ev), bool)
+    mask[rows[codes == best]] = True
+    name = trace.names[best]
+    note = (f"no step markers: each call of your tf.function '{name}' is one step; the time between calls (your "
+            "loop's Python) is the gap between steps")
+    return _from_rows(trace, mask, f"function '{name}' (your tf.function, one call per step)", "function", note)
 
 
 def _device_steps(trace: Trace) -> Steps | None:

@@ -31,12 +31,14 @@ def verdict(b: Breakdown, measured: bool, device: bool = False) -> Verdict:
         return Verdict("unknown", "no step time could be measured in this trace")
     parts = {"input": b.input, "compute": b.compute, "host_overhead": b.host_overhead, "idle": b.idle}
     texts = {**_TEXT, **_DEVICE_TEXT} if device else _TEXT
-    if b.input >= HIGHLY_INPUT:
-        return Verdict("input", "Highly input-bound: " + texts["input"].format(**parts) + ".")
     bound = max(parts, key=lambda k: (parts[k], k))
+    if bound == "input" or (b.input >= HIGHLY_INPUT and b.input >= parts[bound]):
+        return Verdict("input", "Highly input-bound: " + texts["input"].format(**parts) + ".")
+    # The largest part leads; input past XProf's thresholds comes second, never hidden.
     text = texts[bound].format(**parts)
-    prefix = {"input": "Input-bound", "compute": "Compute-bound", "host_overhead": "Host-overhead-bound",
-              "idle": "Idle-bound"}[bound]
-    if b.input >= MODERATELY_INPUT and bound != "input":
+    prefix = {"compute": "Compute-bound", "host_overhead": "Host-overhead-bound", "idle": "Idle-bound"}[bound]
+    if b.input >= HIGHLY_INPUT:
+        text += f"; highly input-bound as well ({b.input:.0%} waiting for data)"
+    elif b.input >= MODERATELY_INPUT:
         text += f"; moderately input-bound as well ({b.input:.0%} waiting for data)"
     return Verdict(bound, f"{prefix}: {text}.")

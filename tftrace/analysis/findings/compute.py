@@ -1,0 +1,64 @@
+"""Where the model's own compute goes: its heaviest layer (with its top op), and the op category
+when that category's time spreads over several layers."""
+
+from __future__ import annotations
+
+from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
+from tftrace.analysis.findings.context import Context
+
+_CATEGORY_FIXES = {
+    "matmul": "Dense layers dominate: narrow them, use mixed precision (`keras.mixed_precision.set_global_policy('mixed_float16')` on GPU/TPU), or larger batches for better kernel efficiency.",
+    "convolution": "Convolutions dominate: fewer filters or depthwise-separable convolutions, channels-last layout, mixed precision on GPU/TPU, or XLA (`jit_compile=True`).",
+    "reshape": "Data movement (Reshape/Transpose/Concat) dominates: avoid Flatten on large feature maps (GlobalAveragePooling2D), and layout changes between layers; XLA (`jit_compile=True`) fuses many of them.",
+    "reduction": "Reductions dominate: check pooling/mean over large tensors; XLA (`jit_compile=True`) fuses them with their neighbours.",
+    "elementwise": "Many small elementwise ops: `jit_compile=True` (XLA) fuses them into few kernels.",
+    "activation": "Activations dominate: XLA (`jit_compile=True`) fuses them into the preceding op.",
+    "normalization": "Normalization dominates: fused batch norm (the default) on channels-last, or fewer norm layers.",
+    "pooling": "Pooling dominates: larger strides earlier, or GlobalAveragePooling instead of stacked pools.",
+    "dropout": "Dropout's random masks cost time in training only; at inference Keras skips them.",
+    "optimizer": "Optimizer updates dominate: fewer trainable weights (freeze more), or a fused optimizer / XLA.",
+    "loss": "The loss dominates: use from_logits=True losses and avoid Python-side metric work per step.",
+    "transfer": "Copies dominate: keep data on the device, prefetch to device, avoid .numpy() inside steps.",
+    "collective": "Collectives dominate: larger per-replica batches or gradient accumulation to amortize all-reduce.",
+    "other": "Look at the top ops below: the op types that lead are where a smaller or different layer would save time.",
+}
+_LAYER_FIX = ("Layer {layer} is where the model's compute goes: make it smaller (fewer {what}), replace it with a "
+              "cheaper kind of layer (its top op says which work dominates), or run it in mixed precision on GPU/TPU.")
+_WHAT = {"convolution": "filters, a smaller kernel, or a depthwise-separable convolution",
+         "matmul": "units", "reshape": "large reshapes (GlobalAveragePooling2D instead of Flatten)"}
+SPREAD = 0.6  # the category finding shows when its top layer holds less than this share of it
+
+
+def detect(ctx: Context) -> list[Finding]:
+    b, ops = ctx.breakdown, ctx.ops
+    cats = [c for c in ops.categories if c.category != "input"]
+    model_ps = sum(c.self_ps for c in cats)
+    if b.compute <= 0 or not model_ps:
+        return []
+    out = []
+    layer_cat = ""
+    if ops.layers:
+        top = ops.layers[0]
+        share = top.self_ps / model_ps
+        top_op = max((e for e in ctx.table if e.layer == top.layer and e.category != "input"),
+                     key=lambda e: (e.self_ps, e.name), default=None)
+        layer_cat = top_op.category if top_op else ""
+        facts = [pct_fact(f"layer {top.layer} of the model's op time", share), ms_fact("its op time", top.self_ps)]
+        if top.params >= 0:
+            facts.append(fact("parameters", f"{top.params:,}"))
+        if top_op is not None:
+            facts.append(fact("its top op", f"{top_op.type} ({top_op.category}, {ms(top_op.self_ps)}, {top_op.phase})"))
+        fix = _LAYER_FIX.format(layer=top.layer, what=_WHAT.get(layer_cat, "units or channels"))
+        removed = b.compute * share * ctx.wall_ps
+        out.append(Finding("layer", f"Layer {top.layer}: {share:.0%} of the model's op time", b.compute * share,
+                           tuple(facts), fix, ctx.projected(removed), "compute"))
+    top = cats[0]
+    share = top.self_ps / model_ps
+    in_layer = sum(e.self_ps for e in ctx.table if ops.layers and e.layer == ops.layers[0].layer
+                   and e.category == top.category)
+    if not ops.layers or top.category != layer_cat or in_layer < SPREAD * top.self_ps:
+        facts = (pct_fact(f"{top.category} ops of the model's op time", share), ms_fact("their op time", top.self_ps))
+        out.append(Finding("category", f"Op category {top.category}: {share:.0%} of the model's op time",
+                           b.compute * share, facts, _CATEGORY_FIXES.get(top.category, _CATEGORY_FIXES["other"]),
+                           ctx.projected(b.compute * share * ctx.wall_ps), "compute"))
+    return out

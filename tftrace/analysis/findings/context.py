@@ -1,0 +1,69 @@
+"""What every detector may look at: the timed host's trace, its steps and their parts, once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from tftrace.analysis.breakdown import Timeline
+from tftrace.analysis.ops import OpEntry, OpStats
+from tftrace.analysis.overhead import Overhead
+from tftrace.analysis.steps import Steps
+from tftrace.events import Trace
+from tftrace.report import Breakdown, InputPipeline, PythonProfile
+
+
+@dataclass(frozen=True, eq=False)
+class Context:
+    """The run as the detectors see it. `loop` is who drives the steps: `keras` (fit or
+    evaluate, Keras' own loop and callbacks), `predict` (predict or model calls, often in the
+    user's loop), or `custom` (the user's own training loop)."""
+
+    trace: Trace  # the timed host's events (the slowest host of several)
+    steps: Steps
+    tl: Timeline
+    breakdown: Breakdown
+    overhead: Overhead
+    ops: OpStats
+    table: list[OpEntry]
+    pipeline: InputPipeline
+    mode: str
+    eager: bool
+    loop: str
+    python: PythonProfile | None = None
+    straggler: tuple | None = None  # (share, kind, title, evidence, fix) from analysis.hosts
+
+    @property
+    def n(self) -> int:
+        return max(len(self.tl.dur), 1)
+
+    @property
+    def wall_ps(self) -> int:
+        return self.tl.wall_ps
+
+    @property
+    def per_step_ps(self) -> float:
+        """The mean step with the gap after it: what one iteration of the loop costs."""
+        return self.tl.wall_ps / self.n
+
+    def projected(self, removed_ps: float) -> int:
+        """The mean step once `removed_ps` of wall time (over the window) is gone."""
+        return round(max(self.tl.wall_ps - removed_ps, 0) / self.n)
+
+    def inside(self, starts: np.ndarray) -> np.ndarray:
+        """Per time: the index of the step it falls in, -1 outside every step."""
+        s, e = np.asarray(self.steps.starts, np.int64), np.asarray(self.steps.ends, np.int64)
+        i = np.searchsorted(s, starts, side="right") - 1
+        ok = (i >= 0) & (starts < e[np.maximum(i, 0)]) if len(s) else np.zeros(len(starts), bool)
+        return np.where(ok, i, -1)
+
+    def rows_named(self, predicate) -> np.ndarray:
+        """Rows of the events whose name satisfies `predicate(name)` (judged once per name)."""
+        codes = [c for c, name in enumerate(self.trace.names) if predicate(name)]
+        return np.flatnonzero(self.trace.named(codes)) if codes else np.zeros(0, np.int64)
+
+    @cached_property
+    def main_thread(self) -> np.ndarray:
+        return self.trace.on_lines(lambda ln: ln.role == "python")

@@ -1,0 +1,32 @@
+"""Eager execution: the model's ops dispatched from Python one at a time (`run_eagerly=True`,
+an undecorated training step, or Keras 3's `model(x)`)."""
+
+from __future__ import annotations
+
+from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
+from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings.fixes import fix_for
+
+MIN_OPS = 10  # eager ops per step: fewer are the odd tensor made outside a compiled step, not eager execution
+_WHY = {"keras": "Keras runs the step eagerly (run_eagerly=True): every op is dispatched from Python",
+        "custom": "your training step is not a tf.function: every op is dispatched from Python",
+        "predict": "model(x) in Keras 3 runs eagerly outside tf.function: every op is dispatched from Python"}
+
+
+def detect(ctx: Context) -> list[Finding]:
+    ov = ctx.overhead
+    if not ctx.eager or not ov.eager_ps or ov.eager_count < MIN_OPS * ctx.n:
+        return []
+    b = ctx.breakdown
+    # Everything in the step but the ops and the input wait is the price of dispatching op by op;
+    # run as a graph, the step keeps (about) its ops' time.
+    share = b.host_overhead
+    ops_ps = ctx.tl.compute.sum() + ctx.tl.input.sum()
+    facts = (fact(_WHY[ctx.loop]), fact("eager ops per step", round(ov.eager_count / ctx.n)),
+             ms_fact("op time per step", ctx.tl.compute.sum() / ctx.n),
+             ms_fact("step time per step", ctx.tl.dur.sum() / ctx.n), pct_fact("dispatch and Python of step time", share))
+    title = {"keras": "run_eagerly=True: the training step runs op by op",
+             "custom": "Eager training step: ops dispatched one by one",
+             "predict": "Eager execution: ops dispatched one by one"}[ctx.loop]
+    projected = round((ops_ps + ctx.tl.idle.sum()) / ctx.n)
+    return [Finding("eager", title, share, facts, fix_for("eager", ctx.loop), projected, "host_overhead")]

@@ -1,0 +1,140 @@
+"""The fix for each cause, per loop (keras: fit/evaluate; custom: your training loop; predict),
+in one place so that no two causes ever share a paragraph."""
+
+from __future__ import annotations
+
+_FIXES = {
+    "retracing": {
+        "any": ("Stop the retracing: pass tensors, not Python numbers or objects, to `{fn}` (a changing "
+                "learning rate or flag as `tf.constant(...)` or a `tf.Variable`), give it an `input_signature` "
+                "with `None` for dimensions that vary, or `@tf.function(reduce_retracing=True)`; and create the "
+                "tf.function once, outside the loop."),
+    },
+    "recompilation": {
+        "any": ("XLA compiles `{fn}` again for every new input shape: give it a few fixed shapes: pad "
+                "sequences to a fixed length or to a few bucket lengths "
+                "(`tf.data.Dataset.bucket_by_sequence_length`), batch with `drop_remainder=True`, and keep "
+                "other arguments as tensors; or leave `jit_compile` off for inputs whose shapes keep changing."),
+    },
+    "eager": {
+        "keras": ("The model runs eagerly (`run_eagerly=True`, often left on from debugging): compile it with "
+                  "`model.compile(..., run_eagerly=False)` (the default) so each step runs as one graph."),
+        "custom": ("Your step runs eagerly, op by op: decorate the training step with `@tf.function` (create it "
+                   "once, outside the loop) so each step runs as one graph."),
+        "predict": ("Run the model as a graph: `model.predict_on_batch(x)`, or wrap the call in `tf.function` "
+                    "(`fast = tf.function(lambda x: model(x, training=False))`) and reuse it across calls."),
+    },
+    "small_steps": {
+        "keras": ("Each step does too little work for its fixed cost: run many steps per call with "
+                  "`model.compile(..., steps_per_execution={spe})`, and raise the batch size{batch} if the model "
+                  "and memory allow."),
+        "custom": ("Each step does too little work for its fixed cost: run several steps inside one "
+                   "`tf.function` call (loop over `tf.range(n)` inside it), or raise the batch size{batch}."),
+        "predict": ("Each call does too little work for its fixed cost: predict many inputs in one call (a larger "
+                    "batch{batch}), or call a reused `tf.function` of the model."),
+    },
+    "callback": {
+        "any": ("`{cb}.{hook}` runs on every batch: do its work every N batches or in `on_epoch_end`, keep "
+                "values as tensors (no `.numpy()` or numpy per batch), or move it to a background thread."),
+    },
+    "stall": {
+        "checkpoint": ("Save less often: `ModelCheckpoint(..., save_freq='epoch')` or a larger step count, "
+                       "`save_weights_only=True`, and `save_best_only=True` where it fits; for frequent checkpoints, "
+                       "write them from a background thread (`tf.train.CheckpointManager` + a thread)."),
+        "evaluation": ("Evaluate less often inside training: `validation_freq=N` in fit, or a smaller validation "
+                       "set (`validation_steps`)."),
+        "callback": ("`{cb}.{hook}` does heavy work every few steps: do it less often, or off the training thread."),
+        "other": ("Some steps do much more work than the others (periodic saving, logging, evaluation or "
+                  "garbage collection): find what runs in them (the steps listed), and do it less often."),
+    },
+    "step_python": {
+        "any": ("Your loop runs Python between calls of `{fn}` on every step: keep values as tensors (no "
+                "`.numpy()`, `float()` or `print` of tensors per step), compute metrics inside the tf.function "
+                "(`keras.metrics` objects), log every N steps, and move numpy work into the graph or out of the "
+                "loop."),
+    },
+    "between_calls": {
+        "predict": ("Overlap it with the model: load and preprocess in a tf.data pipeline (`Dataset.map(..., "
+                    "num_parallel_calls=tf.data.AUTOTUNE)` + `prefetch`) or a background thread, process several "
+                    "items per call, and cache what does not change."),
+    },
+    "gaps": {
+        "keras": ("Work between steps stalls the model: trim per-batch callbacks, log less often, and raise "
+                  "`steps_per_execution` so Keras' loop runs once per many steps."),
+    },
+    "user_region": {
+        "any": ("This Python work sits on every step's path: batch it (one call for many items), move it into a "
+                "tf.data pipeline (`map(..., num_parallel_calls=tf.data.AUTOTUNE)` + `prefetch`) so it overlaps "
+                "the model, or cache its result."),
+    },
+    "per_call_overhead": {
+        "predict": ("model.predict() wraps its input in a new tf.data dataset and iterator on every call, which "
+                    "costs far more than the model itself on one item or a small batch. Call the model directly: "
+                    "`model(x, training=False)`, or a `tf.function`-wrapped call you reuse "
+                    "(`fast = tf.function(lambda x: model(x, training=False))`), or `model.predict_on_batch(x)`; or "
+                    "collect many inputs into one batch and call predict once."),
+        "keras": ("{call}() builds a new tf.data pipeline and iterator on every call: call it once over the whole "
+                  "dataset (more epochs or steps per call) instead of once per batch, or use `train_on_batch` / "
+                  "`test_on_batch` for single batches."),
+    },
+    "predict_python": {
+        "predict": ("The same fix as for predict's pipeline: call the model directly (`model(x, training=False)` "
+                    "or a reused `tf.function`), or predict many inputs in one call."),
+    },
+    "host_overhead": {
+        "any": ("No single cause explains this time. Look at the Python table (capture with "
+                "`TraceCallback(..., python=True)` to sample it) and the step timeline in the HTML report; "
+                "typical sources are per-step Python in callbacks or the loop, and framework dispatch of small ops."),
+    },
+    "device_idle": {
+        "any": ("The host cannot keep the device fed: run the step as one compiled function (`jit_compile=True`), "
+                "raise `steps_per_execution`, prefetch to the device, and move per-step Python (logging, .numpy(), "
+                "metrics) off the step's path."),
+    },
+    "h2d": {
+        "any": ("Prefetch to the device (`tf.data.experimental.prefetch_to_device` or a distribution strategy's "
+                "dataset), use pinned host memory, and send smaller dtypes (uint8 images, cast on the device)."),
+    },
+}
+
+
+def fix_for(cause: str, loop: str = "any", **names) -> str:
+    """The fix paragraph for a cause in a loop (falling back to the cause's general one)."""
+    texts = _FIXES[cause]
+    text = texts.get(loop) or texts.get("any") or next(iter(texts.values()))
+    return text.format(**names) if names else text
+
+
+# tf.data fixes by what the pipeline spends its work on; `needs` is what the pipeline must lack.
+_PIPELINE = (
+    ("python", "", "The pipeline runs Python (a generator via from_generator / PyFunc) one batch at a time under "
+                   "the GIL. Move the augmentation into tf.data (`ds.map(fn, num_parallel_calls=tf.data.AUTOTUNE)`) "
+                   "or Keras preprocessing layers, or use a `keras.utils.PyDataset` with `workers>1` (and "
+                   "`use_multiprocessing=True`)."),
+    ("read parse decode", "cache", "The same records are read, decompressed, parsed and decoded again every epoch: "
+                                   "`.cache()` the dataset right after the decoding map (in memory, or "
+                                   "`cache(filename)` on local disk when it does not fit), before shuffling and "
+                                   "random augmentation."),
+    ("read", "parallel", "Read files in parallel: `TFRecordDataset(files, num_parallel_reads=tf.data.AUTOTUNE)` or "
+                         "`interleave(..., num_parallel_calls=tf.data.AUTOTUNE)`."),
+    ("map map_ops", "parallel", "Run the map in parallel: `map(fn, num_parallel_calls=tf.data.AUTOTUNE)`."),
+    ("map map_ops", "", "Vectorize the map: `batch()` first and map over whole batches, so each op runs once per "
+                        "batch instead of once per element."),
+    ("read parse decode", "", "Store the data ready to use (decoded, uncompressed, in fewer larger files) or "
+                              "preprocess it once offline."),
+    ("", "prefetch", "End the pipeline with `.prefetch(tf.data.AUTOTUNE)` so it overlaps the model."),
+)
+
+
+def pipeline_fix(kinds: list[str], has: dict[str, bool]) -> str:
+    """The fix for a pipeline whose work goes mainly to `kinds`, never advising what it has."""
+    out = []
+    for wanted, needs, text in _PIPELINE:
+        if wanted and not set(wanted.split()) & set(kinds):
+            continue
+        if needs and has.get(needs):
+            continue
+        if wanted == "read parse decode" and not needs and any("cache()" in t for t in out):
+            continue
+        out.append(text)
+    return " ".join(out) or "Add `.prefetch(tf.data.AUTOTUNE)` at the end of the pipeline and parallelize its slowest stage."

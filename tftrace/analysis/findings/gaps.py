@@ -1,0 +1,27 @@
+"""The gaps between steps no other cause explains: Keras' loop and callbacks in fit and
+evaluate; your own Python between calls in a predict loop."""
+
+from __future__ import annotations
+
+from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
+from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings.fixes import fix_for
+from tftrace.analysis.findings.where import hottest_fact
+
+
+def detect(ctx: Context, explained: float) -> list[Finding]:
+    share = ctx.breakdown.idle - explained
+    if ctx.loop == "custom" or share <= 0:
+        return []
+    gaps = max(len(ctx.tl.dur) - 1, 1)
+    per_gap = ctx.tl.idle.sum() / gaps * (share / ctx.breakdown.idle)
+    where, title = hottest_fact(ctx)
+    if ctx.loop == "keras":
+        facts = (pct_fact("of wall time passes between steps", share), ms_fact("per gap", per_gap),
+                 fact("in Keras' loop and callbacks"), *where)
+        return [Finding("idle", "Gaps between steps" + title, share, facts, fix_for("gaps", "keras"),
+                        ctx.projected(share * ctx.wall_ps), "idle")]
+    facts = (ms_fact("per iteration outside TensorFlow", per_gap), pct_fact("of wall time", share),
+             fact("your Python between calls, such as loading data"), *where)
+    return [Finding("idle", "Your Python between iterations" + title, share, facts, fix_for("between_calls", "predict"),
+                    ctx.projected(share * ctx.wall_ps), "idle")]

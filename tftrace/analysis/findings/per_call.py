@@ -1,0 +1,42 @@
+"""Per-call pipeline building: Keras' predict (or fit/evaluate called per batch) wraps its input
+in a new tf.data dataset and iterator on every call."""
+
+from __future__ import annotations
+
+from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
+from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings.fixes import fix_for
+
+_CALLS = {"train": "model.fit", "evaluate": "model.evaluate"}
+
+
+def detect(ctx: Context) -> list[Finding]:
+    ov = ctx.overhead
+    if not ov.pipeline_ps:
+        return []
+    call = _CALLS.get(ctx.mode, "model.predict")
+    n = ctx.n
+    facts = [ms_fact("per call building the input pipeline", ov.pipeline_ps / n)]
+    if ov.pipeline_ops:
+        facts.append(fact("pipeline ops per call", ", ".join(f"{t} {ov_ms(ps / n)}" for t, ps in ov.pipeline_ops[:4])))
+    if ov.pipeline_tracing_ps:
+        facts.append(ms_fact("of it tracing its dataset functions, per call", ov.pipeline_tracing_ps / n))
+    facts += [pct_fact("the model's own ops take, of the step", ctx.tl.fraction(ctx.tl.compute)),
+              ms_fact("the model's own ops, per call", ctx.tl.compute.sum() / n)]
+    loop = "predict" if call == "model.predict" else "keras"
+    return [Finding("per_call_overhead", f"Per-call {call} overhead: a tf.data pipeline built every call",
+                    ov.pipeline_ps / ctx.wall_ps, tuple(facts), fix_for("per_call_overhead", loop, call=call),
+                    ctx.projected(ov.pipeline_ps), "host_overhead")]
+
+
+def ov_ms(ps: float) -> str:
+    return f"{ps / 1e9:.2f} ms"
+
+
+def predict_python(ctx: Context, rest: float) -> list[Finding]:
+    """Host overhead left in per-call predict steps once the pipeline is counted: predict's own
+    Python (argument handling, data adapters, output conversion)."""
+    facts = (pct_fact("of step time runs no op and waits on no input", rest),
+             fact("model.predict's own Python (argument handling, data adapters, output conversion) on every call"))
+    return [Finding("host_overhead", "Keras' per-call Python around each predict", rest, facts,
+                    fix_for("predict_python", "predict"), ctx.projected(rest * ctx.wall_ps), "host_overhead")]

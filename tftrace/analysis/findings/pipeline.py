@@ -1,0 +1,135 @@
+"""Waiting for input: what the tf.data pipeline spends its work on (reading, decompressing,
+parsing, decoding, Python, the map function), what it already does (parallel map, prefetch,
+cache), and the fix for what it lacks."""
+
+from __future__ import annotations
+
+from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
+from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings.fixes import fix_for, pipeline_fix
+from tftrace.analysis.findings.where import hottest_fact
+from tftrace.analysis.verdict import HIGHLY_INPUT
+from tftrace.report import InputPipeline
+
+_OP = " (op in tf.data)"
+_READ = ("TFRecord", "TextLine", "FixedLengthRecord", "ReadFile", "SSTable", "ParallelInterleave", "Interleave",
+         "ListFiles", "MatchingFiles")
+_DECODE = ("Decode",)  # DecodeJpeg, DecodePng, DecodeImage, DecodeRaw, DecodeWav...
+_PARSE = ("ParseExample", "ParseSingleExample", "ParseSequenceExample", "DecodeCSV", "ParseTensor", "StringToNumber",
+          "DecodeJSONExample", "ParseExampleV2", "ParseSingleSequenceExample")
+_PYTHON = ("Generator", "PyFunc", "EagerPyFunc", "FlatMap")
+_MAP = ("Map", "MapAndBatch")  # a map run inline: its self time is calling the function
+# Parallel stages' own events wait for their workers (whose ops are counted where they run).
+_WAITING = ("Parallel",)
+_PLUMBING = ("Prefetch", "Root", "MaxIntraOpParallelism", "PrivateThreadPool", "Options", "Model", "FiniteTake",
+             "Take", "Repeat", "ForeverRepeat", "Shuffle", "ShuffleAndRepeat", "Zip", "TensorSlice", "FromTensor",
+             "Range", "BatchV2", "Batch", "PaddedBatch", "Cache", "MemoryCache", "Snapshot", "Unbatch", "Filter")
+KIND_WORDS = {"read": "reading records from files (and decompressing them, if compressed)",
+              "parse": "parsing records", "decode": "decoding", "python": "Python running inside the pipeline",
+              "map_ops": "the map function's ops", "map": "calling the map function element by element"}
+
+
+def stage_kind(name: str) -> str:
+    bare = name[:-len(_OP)] if name.endswith(_OP) else name
+    if bare.startswith(_PARSE):
+        return "parse"
+    if bare.startswith(_DECODE):
+        return "decode"
+    if bare.startswith(_PYTHON):
+        return "python"
+    if bare.startswith(_READ):
+        return "read"
+    if name.endswith(_OP):
+        return "map_ops"
+    if bare in _MAP:
+        return "map"
+    return "plumbing"  # buffering, batching, sources, and parallel stages waiting for their workers
+
+
+def features(pipeline: InputPipeline) -> dict[str, bool]:
+    """What the pipeline already does, from its stage names."""
+    names = [s.name for s in pipeline.stages]
+    return {"parallel": any(n.startswith(("Parallel", "MapAndBatch")) and "Parallel" in n for n in names),
+            "prefetch": any(n.startswith("Prefetch") for n in names),
+            "cache": any("Cache" in n or n.startswith("Snapshot") for n in names)}
+
+
+def work_by_kind(pipeline: InputPipeline) -> list[tuple[str, int, list[str]]]:
+    """(kind, self ps, its stages) for the pipeline's working stages, largest first."""
+    kinds: dict[str, tuple[int, list[str]]] = {}
+    for s in pipeline.stages:
+        kind = stage_kind(s.name)
+        if kind == "plumbing":
+            continue
+        ps, names = kinds.get(kind, (0, []))
+        kinds[kind] = (ps + s.self_ps, names + [s.name.replace(_OP, "")])
+    return sorted(((k, ps, names) for k, (ps, names) in kinds.items()), key=lambda x: (-x[1], x[0]))
+
+
+def detect(ctx: Context) -> list[Finding]:
+    b, tl = ctx.breakdown, ctx.tl
+    out = []
+    where, in_fn = hottest_fact(ctx, ("input pipeline",))
+    kinds = work_by_kind(ctx.pipeline)
+    has = features(ctx.pipeline)
+    title, facts = _what(ctx, kinds, has)
+    if in_fn:
+        title = f"Input pipeline{in_fn}" + (f" ({ctx.pipeline.slowest} stage)" if ctx.pipeline.slowest else "")
+    fix = pipeline_fix([k for k, ps, _ in kinds[:2] if ps >= 0.15 * (sum(p for _, p, _ in kinds) or 1)], has)
+    if tl.device_busy is None:
+        work = sum(ps for _, ps, _ in kinds)
+        cores = _cores(ctx)
+        # On the host the pipeline's threads share the cores with the model's ops: its work while
+        # the model computes slows the model down, though the model does not wait for it.
+        contended = work * (1 - b.input) / cores if b.input < HIGHLY_INPUT else 0
+        share = min(b.input + contended / ctx.wall_ps, 1 - b.idle)
+        wait = (pct_fact("input of step time", b.input), ms_fact("per step waiting in IteratorGetNext",
+                                                               tl.input.sum() / ctx.n))
+        if contended / ctx.wall_ps >= CONTENDED:
+            wait += (ms_fact(f"pipeline work per step on {cores} cores shared with the model", work / ctx.n),)
+            if b.input < CONTENDED:
+                title = "Input pipeline competes with the model for the CPU:" + title[len("Input pipeline:"):]
+        if share > 0:
+            out.append(Finding("input", title, share, wait + facts + where, fix,
+                               ctx.projected(tl.input.sum() + contended), "input"))
+    if tl.device_busy is not None and b.input > 0:
+        facts_h2d = (pct_fact("of step time the device only copies input in", b.input),
+                     ms_fact("per step", tl.input.sum() / ctx.n))
+        out.append(Finding("input", "Host-to-device copies", b.input, facts_h2d, fix_for("h2d"),
+                           ctx.projected(tl.input.sum()), "input"))
+    wait = tl.fraction(tl.input_wait) if tl.input_wait is not None else 0.0
+    if wait > 0:
+        facts_wait = (pct_fact("of step time the device runs nothing while the host waits in IteratorGetNext", wait),
+                      ms_fact("per step", tl.input_wait.sum() / ctx.n))
+        out.append(Finding("input", "Device idle while the host waits for input data" + title[len("Input pipeline"):],
+                           wait, facts_wait + facts + where, fix, ctx.projected(tl.input_wait.sum()), "host_overhead"))
+    return out
+
+
+CONTENDED = 0.10  # pipeline work spread over the cores, as a share of wall time, that is worth naming
+
+
+def _cores(ctx: Context) -> int:
+    """Cores the ops run on: TensorFlow's intra-op (Eigen) threads, one per core by default."""
+    names = {ln.name for ln in ctx.trace.lines if ln.role == "compute" and not ln.on_device}
+    eigen = [n for n in names if "Eigen" in n]
+    return max(len(eigen) or len(names), 1)
+
+
+def _what(ctx: Context, kinds, has) -> tuple[str, tuple]:
+    """The title naming where the pipeline's work goes, and the facts behind it."""
+    total = sum(ps for _, ps, _ in kinds)
+    if not kinds or total <= 0:
+        return "Input pipeline: waiting for input", ()
+    top, ps, names = kinds[0]
+    facts = [fact("pipeline work by kind", ", ".join(f"{KIND_WORDS[k]} {ms(p / ctx.n)} per step ({p / total:.0%}; "
+                                                      f"{', '.join(n[:3])})" for k, p, n in kinds[:3]))]
+    present = [k for k, v in has.items() if v]
+    facts.append(fact("the pipeline already has", ", ".join(
+        {"parallel": "a parallel map", "prefetch": "prefetch", "cache": "a cache"}[k] for k in present) or "nothing of "
+        "parallel map, prefetch or cache"))
+    if ctx.pipeline.slowest:
+        top_stage = next(s for s in ctx.pipeline.stages if s.name == ctx.pipeline.slowest)
+        facts.append(fact("slowest tf.data stage", f"{top_stage.name}, {ms(top_stage.self_ps)} self time "
+                                                  f"({top_stage.share:.0%} of pipeline time)"))
+    return f"Input pipeline: {KIND_WORDS[top]} ({', '.join(names[:3])})", tuple(facts)

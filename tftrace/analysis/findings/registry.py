@@ -1,0 +1,46 @@
+"""The detectors in the order they run, and the ranking of what they find.
+
+Each named cause claims the time it explains in a part of the breakdown; the generic findings
+(gaps between steps, leftover host overhead) come last and get only what no cause claimed.
+"""
+
+from __future__ import annotations
+
+from tftrace.analysis.findings import (callbacks, compute, eager, gaps, per_call, pipeline, recompile, regions,
+                                       remainder, retracing, small_steps, stalls, step_python)
+from tftrace.analysis.findings.base import MIN_SHARE, Finding, evidence_text
+from tftrace.analysis.findings.context import Context
+from tftrace.report import Bottleneck
+
+# Causes named from what the trace holds; each is independent of the others.
+CAUSES = (per_call.detect, retracing.detect, recompile.detect, eager.detect, callbacks.detect, stalls.detect,
+          regions.detect, step_python.detect, pipeline.detect, compute.detect)
+# Findings about the time the causes above left unexplained, in order: (detect, part it takes from).
+LEFTOVERS = ((small_steps.detect, "host_overhead idle"), (gaps.detect, "idle"), (remainder.detect, "host_overhead"))
+
+
+def diagnose(ctx: Context) -> tuple[Bottleneck, ...]:
+    found: list[Finding] = []
+    if ctx.straggler:
+        share, kind, title, evidence, fix = ctx.straggler
+        found.append(Finding(kind, title, share, (), fix, ctx.projected(share * ctx.wall_ps)))
+    for detect in CAUSES:
+        found += detect(ctx)
+    for detect, part in LEFTOVERS:
+        found += detect(ctx, _explained(ctx, found, part))
+    found = [f for f in found if f.share >= MIN_SHARE]
+    found.sort(key=lambda f: (-f.share, f.kind, f.title))
+    step = round(ctx.per_step_ps)
+    return tuple(Bottleneck(i, f.kind, f.title, round(f.share, 4),
+                            ctx.straggler[3] if f.kind == "straggler" else evidence_text(f.facts), f.fix,
+                            f.step_if_removed_ps, step, f.facts) for i, f in enumerate(found, 1))
+
+
+def _explained(ctx: Context, found: list[Finding], part: str) -> float:
+    """The share of `part` the findings so far explain (`host_overhead idle`: of both). Host
+    overhead a finding claims beyond the host overhead there is (a small-steps finding spans the
+    gaps too) is counted as idle."""
+    b = ctx.breakdown
+    host = sum(f.share for f in found if f.part == "host_overhead")
+    idle = sum(f.share for f in found if f.part == "idle") + max(host - b.host_overhead, 0.0)
+    return {"host_overhead": host, "idle": idle, "host_overhead idle": host + idle}[part]

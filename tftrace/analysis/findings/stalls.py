@@ -1,0 +1,79 @@
+"""Stalls: a few steps far longer than the rest (periodic checkpoints, evaluation, logging),
+and what runs in them that does not run in the others."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact
+from tftrace.analysis.findings.callbacks import hooks
+from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings.fixes import fix_for
+
+OUTLIER = 3.0  # a step this many times the median (with its gap) is a stall
+_SAVING = ("SaveV2", "MergeV2Checkpoints", "SaveSlices", "Save", "WriteFile", "ShardedFilename")
+_SAVE_CALLBACKS = ("ModelCheckpoint", "BackupAndRestore")
+
+
+def detect(ctx: Context) -> list[Finding]:
+    full = ctx.tl.dur + np.concatenate([ctx.tl.idle[1:], [0]])  # each step with the gap after it
+    if len(full) < 4:
+        return []
+    median = float(np.median(full))
+    out = np.flatnonzero(full > OUTLIER * median)
+    if not len(out) or len(out) > len(full) // 2:
+        return []
+    excess = int((full[out] - median).sum())
+    numbers = [ctx.steps.numbers[i] for i in out]
+    facts = [fact("slow steps", ", ".join(map(str, numbers[:12])) + (" ..." if len(numbers) > 12 else "")),
+             ms_fact("their mean time", full[out].mean()), ms_fact("median step", median),
+             fact("times the median", round(float(full[out].mean()) / median, 1))]
+    what, cause, names = _what_runs(ctx, out)
+    facts += what
+    title = f"Stalls: {len(out)} of {len(full)} steps take {full[out].mean() / median:.0f}x the median"
+    title += f" ({cause})" if cause else ""
+    return [Finding("stall", title, excess / ctx.wall_ps, tuple(facts), fix_for("stall", names.pop("why"), **names),
+                    ctx.projected(excess), "host_overhead")]
+
+
+def _what_runs(ctx: Context, slow: np.ndarray):
+    """Evidence of what the slow steps do that the others do not, the cause in words, and the
+    fix's key and names."""
+    facts = []
+    spiky = sorted(((h.per_step[slow].sum() - np.median(h.per_step) * len(slow), h) for h in hooks(ctx)),
+                   key=lambda kv: -kv[0])
+    if spiky and spiky[0][0] > 0:
+        extra, h = spiky[0]
+        facts.append(ms_fact(f"{h.callback}.{h.hook} in each slow step", h.per_step[slow].mean()))
+        key = "checkpoint" if h.callback in _SAVE_CALLBACKS else "callback"
+        cause = f"{h.callback}.{h.hook}" + (" saving the model" if key == "checkpoint" else "")
+        return facts, cause, {"why": key, "cb": h.callback, "hook": h.hook}
+    ops = _extra_ops(ctx, slow)
+    if ops:
+        facts.append(fact("ops only in the slow steps", ", ".join(f"{t} x{c}" for t, c in ops[:5])))
+        if any(t in _SAVING for t, _ in ops):
+            return facts, "writing a checkpoint", {"why": "checkpoint"}
+    if any(n.lower() in ("test", "evaluate") for n in ctx.steps.names):
+        return facts, "evaluation", {"why": "evaluation"}
+    return facts, "", {"why": "other"}
+
+
+def _extra_ops(ctx: Context, slow: np.ndarray) -> list[tuple[str, int]]:
+    """Op types that run in the slow steps but in none of the others."""
+    ev = ctx.trace.events
+    ops = np.flatnonzero(ctx.trace.named(ctx.trace.ops))
+    step = ctx.inside(ev["start_ps"][ops])
+    is_slow = np.isin(step, slow)
+    size = len(ctx.trace.names) + 1
+
+    def types(rows) -> Counter:  # counted per name code first: few names, many events
+        counts = np.bincount(ev["name"][rows], minlength=size)
+        out: Counter = Counter()
+        for code in np.flatnonzero(counts).tolist():
+            out[ctx.trace.ops[code].type] += int(counts[code])
+        return out
+
+    normal = types(ops[(step >= 0) & ~is_slow])
+    return sorted(((t, c) for t, c in types(ops[is_slow]).items() if t not in normal), key=lambda kv: (-kv[1], kv[0]))
