@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import keras
 
-from tftrace.capture import guard, session as sessions
+from tftrace.capture import guard, marks, session as sessions
 from tftrace.capture.session import ProfilerSession, _warn
 from tftrace.capture.sidecar import describe
 
@@ -53,7 +54,9 @@ class TraceCallback(keras.callbacks.Callback):
 
     Each window becomes its own run, `<log_dir>/plugins/profile/<time>_<fit|evaluate|predict>...`,
     readable by `tftrace analyze` and by TensorBoard's Profile tab. Every captured step is
-    wrapped in `tf.profiler.experimental.Trace("train"|"test"|"predict", step_num=n, _r=1)`.
+    wrapped in `tf.profiler.experimental.Trace("train"|"test"|"predict", step_num=n, _r=1)`,
+    which spans every callback's batch hooks, wherever this callback stands in the list. While a
+    window is open, the other callbacks' hooks are marked `tftrace callback <Class>.<hook>`.
     A window cut short (Ctrl-C, or an exception anywhere in the call) is saved before the
     exception goes on, marked `cut_short` in its sidecar.
 
@@ -105,6 +108,11 @@ class TraceCallback(keras.callbacks.Callback):
         self._guards = guard.Guards(self._abort)
         self._sigint = guard.SigintGuard(self._interrupted)
         self._callbacks = None  # the CallbackList that calls our hooks
+        # The step marker opens in that list's batch-begin hook and closes in its batch-end hook, so
+        # it spans every callback's (`_wrap_steps`); only modes listed here, else in our own hooks.
+        self._list_modes: set[str] = set()
+        self._steps = marks.Patches()
+        self._marks = marks.Patches()  # the other callbacks' hooks, named while a window is open
         self._modes: list[str] = []  # running now: fit's validation pass runs evaluate inside fit
 
     # -- window bookkeeping -------------------------------------------------------------------
@@ -121,13 +129,48 @@ class TraceCallback(keras.callbacks.Callback):
     def _begin_call(self) -> None:
         self._reset()  # whatever an earlier call left when it raised where no guard saw it
         if self._callbacks is not None:
+            self._wrap_steps()
+            # Guarded over the step wrappers: an exception in our bookkeeping is seen too.
             for attr in dir(type(self._callbacks)):
                 if attr.startswith("on_"):
                     self._guards.wrap(self._callbacks, attr)
 
+    def _wrap_steps(self) -> None:
+        """Mark each step around all the callbacks' batch hooks, as tf.keras' `train` TraceMe does:
+        from our own hooks, a callback listed before us would begin its batch outside the step, one
+        after us end it outside, and that time would read as idle instead of host overhead."""
+        for mode in _MODES:
+            if getattr(self._callbacks, f"_async_{mode}", False):
+                continue  # Keras 3 runs the end hooks on a thread: the marker would close before them
+            calls, hook = self._callbacks, f"on_{mode}_batch_"
+            if self._steps.put(calls, hook + "begin", functools.partial(self._step_begin, mode=mode)) \
+                    and self._steps.put(calls, hook + "end", functools.partial(self._step_end, mode=mode)):
+                self._list_modes.add(mode)
+
+    def _step_begin(self, fn, mode: str):
+        def on_batch_begin(batch, *args, **kwargs):
+            if mode in self._list_modes:
+                self._batch_begin(mode, batch)
+            return fn(batch, *args, **kwargs)
+        return on_batch_begin
+
+    def _step_end(self, fn, mode: str):
+        def on_batch_end(batch, *args, **kwargs):
+            out = fn(batch, *args, **kwargs)
+            if mode in self._list_modes:
+                self._batch_end(mode, batch, completed=False)  # counted in our own hook (`_complete`)
+            return out
+        return on_batch_end
+
+    def _unwrap_steps(self) -> None:
+        self._list_modes.clear()
+        self._steps.restore()
+
     def _reset(self) -> None:
         self._sigint.disarm()
         self._guards.restore()
+        self._unwrap_steps()  # after the guards: theirs wrap ours
+        self._marks.restore()
         self._unmark()
         if self._session is not None:
             if self._session.active:
@@ -169,8 +212,8 @@ class TraceCallback(keras.callbacks.Callback):
         if self._session is not None and self._session.label.startswith(_MODES[mode]):
             self._mark(mode, batch)
 
-    def _batch_end(self, mode: str, batch: int) -> None:
-        self._unmark(completed=True)
+    def _batch_end(self, mode: str, batch: int, completed: bool = True) -> None:
+        self._unmark(completed=completed)
         if self._session is not None and self._session.label.startswith(_MODES[mode]):
             if batch >= self._windows[mode].last:
                 self._close(mode)
@@ -182,14 +225,24 @@ class TraceCallback(keras.callbacks.Callback):
         # exit) saves the same sidecar.
         session.sidecar = self._describe(mode)
         session.planned = self._windows[mode].planned(self._steps_per_execution())
+        session.on_stop.append(self._marks.restore)  # also when the window is abandoned, closed elsewhere
         # The frame running the loop (Keras' fit/evaluate/predict, or the user's own): while it runs,
         # a capture started elsewhere must leave this window alone; once gone, the window is abandoned.
         frame = _loop_frame(self._callbacks)
         if session.start(alive=lambda: frame is None or guard.running(frame)):
             self._session, self._session_mode = session, mode
             self._sigint.arm()
+            self._mark_callbacks()
         else:
             self._disabled = True  # warned once; do not retry every step
+
+    def _mark_callbacks(self) -> None:
+        if self._callbacks is None:
+            return  # no list found: the other callbacks are unknown
+        try:
+            marks.mark_callbacks(self._marks, self._callbacks, TraceCallback)
+        except Exception:  # the names are a bonus: the window goes on without them
+            self._marks.restore()
 
     def _mark(self, mode: str, batch: int) -> None:
         import tensorflow as tf
@@ -207,11 +260,18 @@ class TraceCallback(keras.callbacks.Callback):
                 marker.__exit__(None, None, None)
             except Exception:
                 return
-            if completed and self._session is not None and self._session.steps:
-                self._session.completed.append(self._session.steps[-1])
+            if completed:
+                self._complete()
+
+    def _complete(self) -> None:
+        """The marked step counts as completed once our own end hook runs (with the marker spanning
+        all callbacks, it still closes later): a cut-short window counts its steps as before."""
+        if self._session is not None and self._session.steps:
+            self._session.completed.append(self._session.steps[-1])
 
     def _close(self, mode: str, reason: str = "", cut_short: str | None = None) -> None:
         self._sigint.disarm()
+        self._marks.restore()
         session, self._session = self._session, None
         if session is None:
             return
@@ -246,6 +306,7 @@ class TraceCallback(keras.callbacks.Callback):
             self._modes.remove(mode)
         if not self._modes:
             self._guards.restore()
+            self._unwrap_steps()
 
     # -- an exception anywhere in the call must not leave the profiler running ------------------
     def _abort(self, exc: BaseException) -> None:
@@ -282,6 +343,17 @@ class TraceCallback(keras.callbacks.Callback):
         return True
 
     # -- Keras hooks ----------------------------------------------------------------------------
+    def _own_begin(self, mode: str, batch: int) -> None:
+        if mode not in self._list_modes:  # no list wrapped: mark the step from here, as a fallback
+            self._batch_begin(mode, batch)
+
+    def _own_end(self, mode: str, batch: int) -> None:
+        if mode in self._list_modes:
+            if self._marker is not None:
+                self._complete()
+        else:
+            self._batch_end(mode, batch)
+
     def set_model(self, model):
         super().set_model(model)
         self._callbacks = _calling_list(self)
@@ -296,10 +368,10 @@ class TraceCallback(keras.callbacks.Callback):
         self._epoch = epoch
 
     def on_train_batch_begin(self, batch, logs=None):
-        self._batch_begin("train", batch)
+        self._own_begin("train", batch)
 
     def on_train_batch_end(self, batch, logs=None):
-        self._batch_end("train", batch)
+        self._own_end("train", batch)
 
     def on_epoch_end(self, epoch, logs=None):
         if self._session is not None and self._session.label.startswith("fit"):
@@ -314,10 +386,10 @@ class TraceCallback(keras.callbacks.Callback):
         self._begin_mode("test")
 
     def on_test_batch_begin(self, batch, logs=None):
-        self._batch_begin("test", batch)
+        self._own_begin("test", batch)
 
     def on_test_batch_end(self, batch, logs=None):
-        self._batch_end("test", batch)
+        self._own_end("test", batch)
 
     def on_test_end(self, logs=None):
         self._end_mode("test")
@@ -326,10 +398,10 @@ class TraceCallback(keras.callbacks.Callback):
         self._begin_mode("predict")
 
     def on_predict_batch_begin(self, batch, logs=None):
-        self._batch_begin("predict", batch)
+        self._own_begin("predict", batch)
 
     def on_predict_batch_end(self, batch, logs=None):
-        self._batch_end("predict", batch)
+        self._own_end("predict", batch)
 
     def on_predict_end(self, logs=None):
         self._end_mode("predict")

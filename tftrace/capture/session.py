@@ -111,6 +111,9 @@ class ProfilerSession:
         self.completed: list[int] = []
         self.planned: int | None = None
         self.sidecar: dict = {}
+        # Run first thing when the window stops, whoever stops it: a window abandoned where no guard
+        # saw the exception is stopped by the next capture or at exit, and its opener undoes its part.
+        self.on_stop: list = []
 
     def start(self, alive=None) -> bool:
         """Start profiling; warn once and return False if that is not possible now. `alive()` says
@@ -166,6 +169,12 @@ class ProfilerSession:
         says what ended the window early (an exception's class name, "interpreter exit"...)."""
         if not self.active:
             return None
+        undo, self.on_stop = self.on_stop, []
+        for fn in undo:
+            try:
+                fn()
+            except Exception:
+                pass
         import tensorflow as tf
         try:
             tf.profiler.experimental.stop()
