@@ -389,48 +389,6 @@ def prog_tfrecord_nocache():
             "fix": "cache() after the decoding map", "cleanup": folder}
 
 
-def prog_serial_map():
-    """A tf.data map that augments images one at a time on one thread, with no prefetch."""
-    tf, keras = _tf(), _keras()
-    images, labels = _images(256, 128)
-
-    def augment(img, label):
-        img = tf.image.random_flip_left_right(img)
-        img = tf.image.random_brightness(img, 0.2)
-        img = tf.image.random_contrast(img, 0.8, 1.2)
-        size = tf.shape(img)[:-3]  # () for an image, (batch,) for a batch
-        img = tf.image.resize(img, (160, 160))
-        img = tf.image.random_crop(img, tf.concat([size, [128, 128, 3]], 0))
-        img = tf.image.adjust_saturation(tf.image.adjust_hue(img, 0.05), 1.1)
-        return tf.image.resize(img, (32, 32)), label
-
-    def dataset(fixed):
-        ds = tf.data.Dataset.from_tensor_slices((images, labels)).repeat()
-        if not fixed:
-            return ds.map(augment).batch(32)
-        return ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE).batch(32).prefetch(tf.data.AUTOTUNE)
-
-    slow_ds, fixed_ds = dataset(False), dataset(True)
-    model = tiny_cnn("map_cnn")
-    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-
-    def per_step(ds, steps=12):
-        clock = _epoch_clock()()
-        model.fit(ds, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=[clock])
-        return clock.seconds * 1e3 / steps
-
-    per_step(slow_ds, 3)
-    per_step(fixed_ds, 3)
-
-    def capture(logdir):
-        model.fit(slow_ds, epochs=1, steps_per_epoch=10, verbose=0,
-                  callbacks=[keras.callbacks.TensorBoard(logdir, profile_batch=(3, 7))])
-
-    return {"slow": lambda: per_step(slow_ds), "fixed": lambda: per_step(fixed_ds), "capture": capture,
-            "how": "Keras TensorBoard(profile_batch=(3, 7))", "bound": "input", "cause": "input", "names": ["map"],
-            "fix": "map(num_parallel_calls=AUTOTUNE) and prefetch"}
-
-
 def prog_heavy_layer():
     """A conv model whose middle convolution is far wider than it needs to be: compute-bound."""
     keras = _keras()
@@ -502,7 +460,7 @@ def prog_generator():
 PROGRAMS = {
     "retracing": prog_retracing, "xla_recompile": prog_xla_recompile, "tiny_batch": prog_tiny_batch,
     "run_eagerly": prog_run_eagerly, "slow_callback": prog_slow_callback, "checkpoint": prog_checkpoint,
-    "step_python": prog_step_python, "tfrecord_nocache": prog_tfrecord_nocache, "serial_map": prog_serial_map,
+    "step_python": prog_step_python, "tfrecord_nocache": prog_tfrecord_nocache,
     "heavy_layer": prog_heavy_layer, "generator": prog_generator,
 }
 
