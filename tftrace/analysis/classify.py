@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
+from tftrace.analysis.breakdown import is_pipeline_op
 from tftrace.names import Op
 
 CATEGORIES = ("matmul", "convolution", "reduction", "reshape", "elementwise", "activation",
@@ -45,7 +47,8 @@ _TYPES = {
                   "ResourceApplyAdadelta", "ResourceApplyAdaMax", "ApplyAdam"},
     "loss": {"SparseSoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyWithLogits"},
     "input": {"IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional", "OptionalGetValue",
-              "OptionalHasValue", "MultiDeviceIteratorGetNextFromShard", "Iterator", "InfeedDequeue",
+              "OptionalHasValue", "OptionalFromValue", "OptionalNone", "MultiDeviceIteratorGetNextFromShard",
+              "Iterator", "InfeedDequeue",
               "InfeedDequeueTuple", "PyFunc", "EagerPyFunc", "infeed"},
     "transfer": {"_Send", "_Recv", "_HostSend", "_HostRecv", "Send", "Recv", "CopyToDevice",
                  "_CopyFromGpuToHost", "_CopyFromHostToGpu", "MemcpyHToD", "MemcpyDToH", "MemcpyDToD",
@@ -90,21 +93,98 @@ class Attribution(NamedTuple):
     phase: str  # forward | backward | optimizer | input
 
 
+@dataclass(frozen=True, eq=False)  # compared by identity: one per trace, a cheap cache key
+class LayerScopes:
+    """What one trace's name scopes say about its Keras layers (see `layer_scopes`)."""
+
+    names: frozenset[str] = frozenset()  # the model's own layer names (sidecar), empty when unknown
+    children: dict = field(default_factory=dict)  # parent scope path -> the scopes right under it
+    _doubled: dict = field(default_factory=dict, init=False, repr=False)  # parent -> read as Keras 3's
+
+    def resolve(self, parent: str, scope: str) -> str:
+        """The layer name a scope stands for, by the trace alone (see `layer_scopes`)."""
+        doubled = self._doubled.get(parent)
+        if doubled is None:
+            doubled = self._doubled[parent] = _entered_twice(self.children.get(parent, frozenset()))
+        return _bare(scope) if doubled else scope
+
+
+NO_LAYERS = LayerScopes()
+
+
+def layer_scopes(ops: Iterable[Op], layer_names: Iterable[str] = ()) -> LayerScopes:
+    """The scopes of a trace's graph ops, read as Keras layers.
+
+    TensorFlow makes a scope unique with a `_N` suffix when its name is taken in the same parent.
+    tf.keras enters a layer's scope once: the scopes are the layer names (`conv2d`, `conv2d_1`;
+    `dense_2`, `dense_3` in a session's second model). Keras 3 enters it twice per call and the
+    ops land in the second entry: layers `conv2d`, `conv2d_1`, `dense` run in scopes
+    `conv2d_1`, `conv2d_1_2`, `dense_1`. The scopes under one parent are read as Keras 3's,
+    each losing one suffix, when they can all be second entries (see `_entered_twice`);
+    otherwise they are the layer names. Neither reading merges two scopes: op names cannot tell
+    a layer called twice from two layers of one class, so a tf.keras layer called twice shows
+    as two (`X`, `X_1`), as does a Keras 3 one (`X_1`, `X_3`, left as they are).
+    With the model's layer names (sidecar), a scope is the layer that reading gives when the
+    model has it, else the layer of its exact name, else of its name stripped of `_N` suffixes
+    one at a time; the deepest scope naming a layer wins.
+    """
+    children: dict[str, set[str]] = {}
+    for prefix in {op.name.rpartition("/")[0] for op in ops if op.kind in ("tf", "device")}:
+        path = [s for s in prefix.split("/") if s and not _is_wrapper(s)]
+        for i, scope in enumerate(path):
+            children.setdefault("/".join(path[:i]), set()).add(scope)
+    return LayerScopes(frozenset(layer_names), {k: frozenset(v) for k, v in children.items()})
+
+
+def _entered_twice(scopes: frozenset[str]) -> bool:
+    """Can every scope `X_k` be the second entry of its own layer `X` (Keras 3's naming)? Each
+    needs a suffix and a layer name no other has; and `X_k` is the first free name after `X`'s
+    first entry, so `X_(k-1)` must be taken: by another scope, another layer, or `X`'s own
+    first entry (when another scope holds `X`, and k is 2)."""
+    if not scopes or any(_bare(s) == s for s in scopes):
+        return False
+    layers = {_bare(s) for s in scopes}
+    if len(layers) < len(scopes):
+        return False
+    for scope in scopes:
+        base, k = scope.rsplit("_", 1)
+        below = f"{base}_{int(k) - 1}" if int(k) > 1 else ""
+        if below and below not in scopes and below not in layers and not (int(k) == 2 and base in scopes):
+            return False
+    return True
+
+
+def classify(op: Op, scopes: LayerScopes = NO_LAYERS) -> Attribution:
+    """Category, layer and phase of one op; `scopes` (the trace's, with the model's layer names
+    when known) turns name scopes into layers."""
+    category, phase, names = _judge(op)
+    return Attribution(category, _layer(names, scopes), phase)
+
+
+# Op names repeat across steps and traces: judge each op once, its layer per trace.
 @lru_cache(maxsize=65536)
-def classify(op: Op, layer_names: frozenset[str] = frozenset()) -> Attribution:
-    """Category, layer and phase of one op; `layer_names` (from a sidecar) resolves `_N` scopes."""
-    scopes = op.name.split("/")[:-1] if op.kind in ("tf", "device") else []
-    lowered = [s.lower() for s in scopes]
+def _judge(op: Op) -> tuple[str, str, tuple[str, ...]]:
+    """An op's category and phase, and its name scopes."""
+    names = tuple(op.name.split("/")[:-1]) if op.kind in ("tf", "device") else ()
+    lowered = [s.lower() for s in names]
     backward = any(s in ("gradient_tape", "gradients") or s.endswith("_grad") for s in lowered) \
-        or op.type.endswith(("Grad", "GradV2", "GradV3")) or "Backprop" in op.type
-    category = _category(op, scopes, lowered)
+        or is_gradient_type(op.type)
+    category = _category(op, names, lowered)
     if category in ("input",) or op.kind == "data":
         phase = "input"
     elif category == "optimizer":
         phase = "optimizer"
     else:
         phase = "backward" if backward else "forward"
-    return Attribution(category, _layer(scopes, layer_names), phase)
+    return category, phase, names
+
+
+INPUT = Attribution("input", "", "input")  # a pipeline op: what tf.data threads run
+
+
+def is_gradient_type(op_type: str) -> bool:
+    """Op types only gradients run (`ReluGrad`, `Conv2DBackpropFilter`, `BiasAddGrad`...)."""
+    return op_type.endswith(("Grad", "GradV2", "GradV3")) or "Backprop" in op_type
 
 
 def _strip(scopes: list[str]) -> set[str]:
@@ -152,8 +232,8 @@ def _kernel_category(lower: str) -> str:
     return "other"
 
 
-def _category(op: Op, scopes: list[str], lowered: list[str]) -> str:
-    if op.kind == "data":
+def _category(op: Op, scopes: tuple[str, ...], lowered: list[str]) -> str:
+    if op.kind == "data" or is_pipeline_op(op):  # tf.data stages; making datasets and iterators
         return "input"
     by_type = category_of_type(op.type)
     if by_type in ("input", "transfer", "collective"):
@@ -177,7 +257,7 @@ def _is_loss_scope(scope: str) -> bool:
     return scope in LOSS_SCOPES or "crossentropy" in scope or scope.endswith("_loss")
 
 
-def _layer(scopes: list[str], layer_names: frozenset[str]) -> str:
+def _layer(scopes: tuple[str, ...], layers: LayerScopes) -> str:
     """The Keras layer a scope path names: the deepest known layer, else the second scope."""
     path = [s for s in scopes if not _is_wrapper(s)]
     if not path:
@@ -185,15 +265,22 @@ def _layer(scopes: list[str], layer_names: frozenset[str]) -> str:
     head = _bare(path[0]).lower()
     if head in OPTIMIZER_SCOPES or _is_loss_scope(head) or head in METRIC_SCOPES:
         return ""
-    if layer_names:  # the model's own layer list: only its names are layers
-        return next((name for name in map(lambda sc: _known(sc, layer_names), reversed(path)) if name), "")
+    if layers.names:  # the model's own layer list: only its names are layers
+        for i in range(len(path) - 1, -1, -1):
+            name = _known(layers.resolve("/".join(path[:i]), path[i]), path[i], layers.names)
+            if name:
+                return name
+        return ""
     # Without the model's own layer list, the scope under the model's is its layer.
-    return path[1] if len(path) >= 2 and _LAYER_LIKE.match(path[1]) else ""
+    return layers.resolve(path[0], path[1]) if len(path) >= 2 and _LAYER_LIKE.match(path[1]) else ""
 
 
 @lru_cache(maxsize=1 << 16)
-def _known(scope: str, layer_names: frozenset[str]) -> str:
-    """`dense_1` is layer `dense_1` if the model has one, else layer `dense` re-entered."""
+def _known(resolved: str, scope: str, layer_names: frozenset[str]) -> str:
+    """The model's layer a scope names: the one the trace's scopes point to (`resolved`), else
+    the one of its exact name, else `dense_1_2` -> `dense_1` -> `dense`, the first one known."""
+    if resolved in layer_names:
+        return resolved
     name = scope
     while True:
         if name in layer_names:

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tftrace.analysis.classify import classify
+from tftrace.analysis.classify import INPUT, classify, layer_scopes
 from tftrace.analysis.sums import CHUNK, exact_sums
 from tftrace.events import Trace
 
@@ -61,6 +61,10 @@ class OpStats:
         return "device" if self.device_self_ps else "host"
 
 
+_HOST, _DEVICE, _DATA = 0, 1, 2  # where an op ran; _DATA: a tf.data thread of the host
+_SIDES = 3
+
+
 class OpEntry(NamedTuple):
     """One op (by name, side, and layer for eager ops) with its attribution and totals."""
 
@@ -75,10 +79,11 @@ class OpEntry(NamedTuple):
     self_ps: int
 
 
-def op_table(trace: Trace, eager_layer: np.ndarray | None = None,
-             eager_names: list[str] | None = None) -> list[OpEntry]:
+def op_table(trace: Trace, eager_label: np.ndarray | None = None, eager_labels: list | None = None) -> list[OpEntry]:
     """One entry per op name (and side, and layer for eager ops), with its attribution, count
-    and total self time. `eager_layer` gives eager op events the layer their call order shows."""
+    and total self time. Ops on tf.data threads are the input pipeline's, whatever their type.
+    `eager_label` gives eager op events an index into `eager_labels`, the (layer, phase,
+    category) their call order shows ("" keeps the op's own; -1: nothing shown)."""
     ev = trace.events
     if not trace.ops or len(ev) == 0:
         return []
@@ -86,35 +91,54 @@ def op_table(trace: Trace, eager_layer: np.ndarray | None = None,
     # Dense op numbers: the per-key tables then hold ops only, not every name in the trace.
     dense = np.full(len(trace.names) + 1, -1, np.int64)
     dense[codes] = np.arange(len(codes))
-    on_device = trace.on_lines(lambda ln: ln.on_device)
-    n_layers = len(eager_names or []) + 1
-    space = len(codes) * 2 * n_layers
-    counts = np.zeros(space, np.int64)
-    self_ps = np.zeros(space, np.int64)
+    # Per line, the side its ops count on: tf.data threads run the input pipeline, whatever the op.
+    side = np.array([_DATA if ln.role == "data" else _DEVICE if ln.on_device else _HOST for ln in trace.lines]
+                    + [_HOST], np.int64)
+    space = len(codes) * _SIDES
+    labels = list(eager_labels or []) if eager_label is not None else []
+    # Eager ops labelled by call order get keys of their own past the plain ones, one per
+    # (eager op, label): the table grows by eager ops x labels, not by all ops x labels.
+    eager_codes = [c for c, op in trace.ops.items() if op.kind == "eager"] if labels else []
+    eager_number = np.full(len(trace.names) + 1, -1, np.int64)
+    eager_number[eager_codes] = np.arange(len(eager_codes))
+    extra = len(eager_codes) * len(labels)
+    counts = np.zeros(space + extra, np.int64)
+    self_ps = np.zeros(space + extra, np.int64)
     for lo in range(0, len(ev), CHUNK):  # a batch of events at a time: temporaries stay small
         part = slice(lo, lo + CHUNK)
-        number = dense[ev["name"][part]]
+        names = ev["name"][part]
+        number = dense[names]
         sel = number >= 0
-        key = number[sel] * 2 + on_device[part][sel]
-        if eager_layer is not None:
-            key = key * n_layers + eager_layer[part][sel] + 1
-        counts += np.bincount(key, minlength=space)
-        self_ps += exact_sums(key, ev["self_ps"][part][sel], space)
-    totals = {int(k): (int(counts[k]), int(self_ps[k])) for k in np.flatnonzero(counts).tolist()}
-    layer_names = frozenset(trace.sidecar.get("layer_names", ()))
+        where = side[ev["line"][part][sel]]
+        key = number[sel] * _SIDES + where
+        if extra:
+            label = eager_label[part][sel].astype(np.int64)
+            eager = eager_number[names[sel]]
+            mine = (label >= 0) & (eager >= 0) & (where != _DATA)
+            key[mine] = space + eager[mine] * len(labels) + label[mine]
+        counts += np.bincount(key, minlength=space + extra)
+        self_ps += exact_sums(key, ev["self_ps"][part][sel], space + extra)
+    scopes = layer_scopes(trace.ops.values(), trace.sidecar.get("layer_names", ()))
     device_kind = _device_kind(trace)
     # One op can appear under several event names (e.g. a kernel per GPU): merge them.
     merged: dict[tuple, list[int]] = {}
-    for k, (c, s) in totals.items():
-        index, dev, lay = k // n_layers // 2, (k // n_layers) % 2, k % n_layers
-        op = trace.ops[int(codes[index])]
-        att = classify(op, layer_names)
-        layer_name = eager_names[lay - 1] if lay else att.layer
-        entry = (op.name, op.type, att.category, layer_name, att.phase, device_kind if dev else "host",
+    for k in np.flatnonzero(counts).tolist():
+        if k < space:
+            op = trace.ops[int(codes[k // _SIDES])]
+            where = k % _SIDES
+            att = INPUT if where == _DATA else classify(op, scopes)
+        else:
+            op = trace.ops[eager_codes[(k - space) // len(labels)]]
+            where = _HOST
+            att = classify(op, scopes)
+            layer, phase, category = labels[(k - space) % len(labels)]
+            att = att._replace(layer=layer or att.layer, phase=phase or att.phase,
+                               category=category or att.category)
+        entry = (op.name, op.type, att.category, att.layer, att.phase, device_kind if where == _DEVICE else "host",
                  op.kind == "eager")
         acc = merged.setdefault(entry, [0, 0])
-        acc[0] += c
-        acc[1] += s
+        acc[0] += int(counts[k])
+        acc[1] += int(self_ps[k])
     return [OpEntry(*entry, c, s) for entry, (c, s) in merged.items()]
 
 
