@@ -48,13 +48,16 @@ def function_calls(ctx: Context) -> Calls:
     kinds = [trace.names[c] for c in fn_call[keep].tolist()]
     traced = np.array([k.startswith("traced") for k in kinds], bool)
     xla = np.array([k.endswith("-xla") or "Xla" in k and "non" not in k for k in kinds], bool)
+    names = ev["name"][r]
+    if not traced.any():  # the usual case: nothing traced, nothing to cost
+        zeros = np.zeros(len(r), np.int64)
+        return Calls(names, start, end, ctx.inside(start), traced, xla, zeros, zeros, zeros)
     tracing = _within(ctx, _TRACING, start, end, exact=True)
     compiling = _within(ctx, _COMPILING, start, end)
     running = _within(ctx, _EXECUTION, start, end, exact=True, extra=ctx.tl.busy)
     # A new XLA executable's first runs carry one-off set-up; the fastest run of the function in
     # the window is the nearest to what a steady run costs.
     executable = _within(ctx, _EXECUTABLE, start, end)
-    names = ev["name"][r]
     for code in set(names[executable > 0].tolist()):
         mine = (names == code) & (executable > 0)
         executable[mine] = executable[mine].min()
@@ -73,9 +76,4 @@ def _within(ctx: Context, names: tuple[str, ...], start: np.ndarray, end: np.nda
     e = s + ctx.trace.events["dur_ps"][rows]
     if extra is not None:
         s, e = np.concatenate([s, extra[0]]), np.concatenate([e, extra[1]])
-    if len(start) == 0:
-        return np.zeros(0, np.int64)
-    order = np.argsort(start, kind="stable")
-    out = np.zeros(len(start), np.int64)
-    out[order] = covered(*merge(s, e), start[order], end[order])
-    return out
+    return covered(*merge(s, e), start, end)

@@ -65,5 +65,11 @@ class Context:
         return np.flatnonzero(self.trace.named(codes)) if codes else np.zeros(0, np.int64)
 
     @cached_property
+    def calls(self):
+        """The main thread's tf.function calls and what each cost (see calls.py), made once."""
+        from tftrace.analysis.findings.calls import function_calls
+        return function_calls(self)
+
+    @cached_property
     def main_thread(self) -> np.ndarray:
         return self.trace.on_lines(lambda ln: ln.role == "python")

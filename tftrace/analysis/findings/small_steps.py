@@ -17,7 +17,9 @@ MIN_FIXED = 0.5  # the fixed cost must be at least half the step
 
 
 def detect(ctx: Context, explained: float) -> list[Finding]:
-    if ctx.eager or ctx.steps.kind not in ("marker", "function") or len(ctx.tl.dur) < 3:
+    b = ctx.breakdown
+    if ctx.eager or ctx.steps.kind not in ("marker", "function") or len(ctx.tl.dur) < 3 \
+            or b.host_overhead + b.idle - explained < MIN_FIXED:
         return []
     start, end = np.asarray(ctx.steps.starts, np.int64), np.asarray(ctx.steps.ends, np.int64)
     # The graph's run: the executor's function run where the trace has it (its kernel's span also
@@ -26,7 +28,6 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     graph = _within(ctx, (run,), start, end, exact=True, extra=ctx.tl.busy)
     graph_ps = graph.sum() / ctx.n
     fixed_ps = ctx.per_step_ps - graph_ps
-    b = ctx.breakdown
     share = min(b.host_overhead + b.idle - explained, fixed_ps / ctx.per_step_ps)  # what no cause claimed
     if graph_ps > MAX_GRAPH_MS * 1e9 or share < MIN_FIXED:
         return []
