@@ -52,12 +52,12 @@ def function_calls(ctx: Context) -> Calls:
     if not traced.any():  # the usual case: nothing traced, nothing to cost
         zeros = np.zeros(len(r), np.int64)
         return Calls(names, start, end, ctx.inside(start), traced, xla, zeros, zeros, zeros)
-    tracing = _within(ctx, _TRACING, start, end, exact=True)
-    compiling = _within(ctx, _COMPILING, start, end)
-    running = _within(ctx, _EXECUTION, start, end, exact=True, extra=ctx.tl.busy)
+    tracing = within(ctx, _TRACING, start, end, exact=True)
+    compiling = within(ctx, _COMPILING, start, end)
+    running = within(ctx, _EXECUTION, start, end, exact=True, extra=ctx.tl.busy)
     # A new XLA executable's first runs carry one-off set-up; the fastest run of the function in
     # the window is the nearest to what a steady run costs.
-    executable = _within(ctx, _EXECUTABLE, start, end)
+    executable = within(ctx, _EXECUTABLE, start, end)
     for code in set(names[executable > 0].tolist()):
         mine = (names == code) & (executable > 0)
         executable[mine] = executable[mine].min()
@@ -67,7 +67,7 @@ def function_calls(ctx: Context) -> Calls:
     return Calls(names, start, end, ctx.inside(start), traced, xla | (compiling > 0), tracing, compiling, cost)
 
 
-def _within(ctx: Context, names: tuple[str, ...], start: np.ndarray, end: np.ndarray, exact: bool = False,
+def within(ctx: Context, names: tuple[str, ...], start: np.ndarray, end: np.ndarray, exact: bool = False,
             extra=None) -> np.ndarray:
     """Per call [start, end): the time events with these names (any thread) cover in it."""
     match = (lambda n: n in names) if exact else (lambda n: any(k in n for k in names))

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
-from tftrace.analysis.findings.calls import _within
+from tftrace.analysis.findings.calls import within
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 
@@ -18,14 +18,16 @@ MIN_FIXED = 0.5  # the fixed cost must be at least half the step
 
 def detect(ctx: Context, explained: float) -> list[Finding]:
     b = ctx.breakdown
-    if ctx.eager or ctx.steps.kind not in ("marker", "function") or len(ctx.tl.dur) < 3 \
+    # Only Keras' own loop: there the gaps between steps are its fixed cost too; in the user's
+    # loops they are the user's Python (step_python, gaps).
+    if ctx.loop != "keras" or ctx.eager or ctx.steps.kind not in ("marker", "function") or len(ctx.tl.dur) < 3 \
             or b.host_overhead + b.idle - explained < MIN_FIXED:
         return []
     start, end = np.asarray(ctx.steps.starts, np.int64), np.asarray(ctx.steps.ends, np.int64)
     # The graph's run: the executor's function run where the trace has it (its kernel's span also
     # holds per-call set-up that many steps per call amortize), and the ops it ran.
     run = "FunctionRun" if ctx.trace.codes(["FunctionRun"]) else "KernelAndDeviceFunc::Run"
-    graph = _within(ctx, (run,), start, end, exact=True, extra=ctx.tl.busy)
+    graph = within(ctx, (run,), start, end, exact=True, extra=ctx.tl.busy)
     graph_ps = graph.sum() / ctx.n
     fixed_ps = ctx.per_step_ps - graph_ps
     share = min(b.host_overhead + b.idle - explained, fixed_ps / ctx.per_step_ps)  # what no cause claimed
