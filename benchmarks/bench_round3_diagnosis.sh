@@ -1,6 +1,6 @@
 # Whole commands, interleaved: a bare parse, tftrace analyze at HEAD (run in a worktree at /tmp/wt) and at the commit before the diagnosis detectors (/tmp/wt_base, 416094b).
 # Set up: python benchmarks/make_traces.py; git worktree add /tmp/wt HEAD; git worktree add /tmp/wt_base 416094b
-T=$(dirname "$0")/data/captured/plugins/profile/run/host.xplane.pb
+T=$(cd "$(dirname "$0")" && pwd)/data/captured/plugins/profile/run/host.xplane.pb
 PB=$(python -c "import importlib.util as u; print(u.find_spec('tensorflow').submodule_search_locations[0])")/tsl/profiler/protobuf/xplane_pb2.py
 export PYTHONPYCACHEPREFIX=/tmp/tftrace-bench-pycache
 unset PYTHONDONTWRITEBYTECODE
