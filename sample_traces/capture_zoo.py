@@ -74,6 +74,16 @@ def fit_ms_per_step(model, x, y, batch, steps, callbacks=()):
     return clock.seconds * 1e3 / steps
 
 
+def plain_capture(logdir, run) -> None:
+    """Profile `run()` the plainest way users do: tf.profiler.experimental.start/stop."""
+    tf = _tf()
+    tf.profiler.experimental.start(logdir)
+    try:
+        run()
+    finally:
+        tf.profiler.experimental.stop()
+
+
 def _runs(logdir):
     out = []
     for folder, dirs, files in os.walk(logdir):
@@ -88,7 +98,7 @@ def _runs(logdir):
 def prog_retracing():
     """A custom loop passes the learning rate as a Python float that changes every step: each new
     value is a new tf.function signature, so train_step is traced again on every call."""
-    tf, keras = _tf(), _keras()
+    tf = _tf()
     model = dense_model(name="retrace_mlp")
     x, y = tf.random.normal((64, 20)), tf.random.normal((64, 1))
 
@@ -110,15 +120,9 @@ def prog_retracing():
             train_step(x, y, tf.constant(lr, tf.float32) if as_tensor else lr)
         return (time.perf_counter() - t0) * 1e3 / n
 
-    def capture(logdir):
-        tf.profiler.experimental.start(logdir)
-        try:
-            loop(8, False)
-        finally:
-            tf.profiler.experimental.stop()
-
     loop(2, True)
-    return {"slow": lambda: loop(6, False), "fixed": lambda: loop(30, True), "capture": capture,
+    return {"slow": lambda: loop(6, False), "fixed": lambda: loop(30, True),
+            "capture": lambda logdir: plain_capture(logdir, lambda: loop(8, False)),
             "how": "plain tf.profiler.experimental.start/stop around a custom loop", "bound": "host_overhead",
             "cause": "retracing", "names": ["train_step"], "fix": "pass the learning rate as a tensor (tf.constant)"}
 
@@ -167,7 +171,6 @@ def prog_xla_recompile():
 def prog_tiny_batch():
     """fit with batch size 1 on a tiny model: every step pays Keras' and TensorFlow's per-call
     dispatch for microseconds of math."""
-    keras = _keras()
     x, y = rng.random((4096, 20)).astype("float32"), rng.random((4096, 1)).astype("float32")
     slow, fixed = dense_model(16, name="tiny_mlp"), dense_model(16, name="tiny_mlp_spe")
     slow.compile("sgd", "mse")
@@ -319,15 +322,9 @@ def prog_step_python():
         sink.truncate()
         return (time.perf_counter() - t0) * 1e3 / n
 
-    def capture(logdir):
-        tf.profiler.experimental.start(logdir)
-        try:
-            loop(10, True)
-        finally:
-            tf.profiler.experimental.stop()
-
     loop(3, True)
-    return {"slow": lambda: loop(12, True), "fixed": lambda: loop(12, False), "capture": capture,
+    return {"slow": lambda: loop(12, True), "fixed": lambda: loop(12, False),
+            "capture": lambda logdir: plain_capture(logdir, lambda: loop(10, True)),
             "how": "plain tf.profiler.experimental.start/stop around a custom loop", "bound": "idle",
             "cause": "step_python", "names": ["train_step"], "fix": "no per-step .numpy(), numpy or print"}
 

@@ -20,7 +20,7 @@ from tftrace.analysis.steps import STEP_FUNCTIONS, Steps
 from tftrace.analysis.sums import CHUNK
 from tftrace.events import Trace
 
-_TRACING = ("tf.function-graph_building", "TraceFunction", "tf.function-tracing")
+TRACING = ("tf.function-graph_building", "TraceFunction", "tf.function-tracing")  # graph building events
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
         return int(covered(*both, start, end).sum() - base)
 
     pipe = trace.named(c for c, op in trace.ops.items() if is_pipeline_op(op))
-    tracing = trace.named(trace.codes(_TRACING))
+    tracing = trace.named(trace.codes(TRACING))
     eager = trace.named(c for c, op in trace.ops.items() if op.kind == "eager") & is_compute
     # Only the few rows these masks pick are placed against the steps, not every event.
     rows = np.flatnonzero(pipe | tracing | eager)

@@ -32,7 +32,7 @@ def verdict(b: Breakdown, measured: bool, device: bool = False) -> Verdict:
     parts = {"input": b.input, "compute": b.compute, "host_overhead": b.host_overhead, "idle": b.idle}
     texts = {**_TEXT, **_DEVICE_TEXT} if device else _TEXT
     bound = max(parts, key=lambda k: (parts[k], k))
-    if bound == "input" or (b.input >= HIGHLY_INPUT and b.input >= parts[bound]):
+    if bound == "input":  # the largest of four parts is at least 25%: past XProf's 20% bar
         return Verdict("input", "Highly input-bound: " + texts["input"].format(**parts) + ".")
     # The largest part leads; input past XProf's thresholds comes second, never hidden.
     text = texts[bound].format(**parts)

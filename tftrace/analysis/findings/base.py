@@ -30,7 +30,7 @@ def ms(ps: float) -> str:
 
 
 def fact(label: str, value=None, unit: str = "") -> Fact:
-    """An evidence item; a float value is kept to 4 significant decimals."""
+    """An evidence item; a float value is rounded to 4 decimals."""
     if isinstance(value, float):
         value = round(value, 4)
     return Fact(label, value, unit)

@@ -52,7 +52,7 @@ def hooks(ctx: Context) -> list[Hook]:
 def detect(ctx: Context) -> list[Finding]:
     """Callbacks that cost time on every step (spikes on a few steps are stalls, see stalls.py)."""
     out = []
-    for h in hooks(ctx):
+    for h in ctx.hooks:
         share = h.steady_ps / ctx.wall_ps
         if share <= 0:
             continue

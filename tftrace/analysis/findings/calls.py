@@ -9,8 +9,8 @@ import numpy as np
 
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.intervals import covered, merge
+from tftrace.analysis.overhead import TRACING
 
-_TRACING = ("tf.function-graph_building", "TraceFunction", "tf.function-tracing")
 # Where a function's graph really runs: the TF runtime running its kernel (the instantiation of a
 # new concrete function comes before it), or an XLA executable.
 _EXECUTION = ("KernelAndDeviceFunc::Run",)
@@ -52,7 +52,7 @@ def function_calls(ctx: Context) -> Calls:
     if not traced.any():  # the usual case: nothing traced, nothing to cost
         zeros = np.zeros(len(r), np.int64)
         return Calls(names, start, end, ctx.inside(start), traced, xla, zeros, zeros, zeros)
-    tracing = within(ctx, _TRACING, start, end, exact=True)
+    tracing = within(ctx, TRACING, start, end, exact=True)
     compiling = within(ctx, _COMPILING, start, end)
     running = within(ctx, _EXECUTION, start, end, exact=True, extra=ctx.tl.busy)
     # A new XLA executable's first runs carry one-off set-up; the fastest run of the function in

@@ -71,5 +71,11 @@ class Context:
         return function_calls(self)
 
     @cached_property
+    def hooks(self):
+        """Each marked callback hook's time per step (see callbacks.py), made once."""
+        from tftrace.analysis.findings.callbacks import hooks
+        return hooks(self)
+
+    @cached_property
     def main_thread(self) -> np.ndarray:
         return self.trace.on_lines(lambda ln: ln.role == "python")

@@ -3,7 +3,7 @@ in a new tf.data dataset and iterator on every call."""
 
 from __future__ import annotations
 
-from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
+from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 
@@ -18,7 +18,7 @@ def detect(ctx: Context) -> list[Finding]:
     n = ctx.n
     facts = [ms_fact("per call building the input pipeline", ov.pipeline_ps / n)]
     if ov.pipeline_ops:
-        facts.append(fact("pipeline ops per call", ", ".join(f"{t} {ov_ms(ps / n)}" for t, ps in ov.pipeline_ops[:4])))
+        facts.append(fact("pipeline ops per call", ", ".join(f"{t} {ms(ps / n)}" for t, ps in ov.pipeline_ops[:4])))
     if ov.pipeline_tracing_ps:
         facts.append(ms_fact("of it tracing its dataset functions, per call", ov.pipeline_tracing_ps / n))
     facts += [pct_fact("the model's own ops take, of the step", ctx.tl.fraction(ctx.tl.compute)),
@@ -27,10 +27,6 @@ def detect(ctx: Context) -> list[Finding]:
     return [Finding("per_call_overhead", f"Per-call {call} overhead: a tf.data pipeline built every call",
                     ov.pipeline_ps / ctx.wall_ps, tuple(facts), fix_for("per_call_overhead", loop, call=call),
                     ctx.projected(ov.pipeline_ps), "host_overhead")]
-
-
-def ov_ms(ps: float) -> str:
-    return f"{ps / 1e9:.2f} ms"
 
 
 def predict_python(ctx: Context, rest: float) -> list[Finding]:

@@ -19,11 +19,7 @@ _PARSE = ("ParseExample", "ParseSingleExample", "ParseSequenceExample", "DecodeC
           "DecodeJSONExample", "ParseExampleV2", "ParseSingleSequenceExample")
 _PYTHON = ("Generator", "PyFunc", "EagerPyFunc", "FlatMap")
 _MAP = ("Map", "MapAndBatch")  # a map run inline: its self time is calling the function
-# Parallel stages' own events wait for their workers (whose ops are counted where they run).
-_WAITING = ("Parallel",)
-_PLUMBING = ("Prefetch", "Root", "MaxIntraOpParallelism", "PrivateThreadPool", "Options", "Model", "FiniteTake",
-             "Take", "Repeat", "ForeverRepeat", "Shuffle", "ShuffleAndRepeat", "Zip", "TensorSlice", "FromTensor",
-             "Range", "BatchV2", "Batch", "PaddedBatch", "Cache", "MemoryCache", "Snapshot", "Unbatch", "Filter")
+CONTENDED = 0.10  # pipeline work spread over the cores, as a share of wall time, that is worth naming
 KIND_WORDS = {"read": "reading records from files (and decompressing them, if compressed)",
               "parse": "parsing records", "decode": "decoding", "python": "Python running inside the pipeline",
               "map_ops": "the map function's ops", "map": "calling the map function element by element"}
@@ -43,13 +39,15 @@ def stage_kind(name: str) -> str:
         return "map_ops"
     if bare in _MAP:
         return "map"
-    return "plumbing"  # buffering, batching, sources, and parallel stages waiting for their workers
+    # Buffering, batching, sources, and parallel stages, whose own events wait for their workers
+    # (the workers' ops are counted where they run).
+    return "plumbing"
 
 
 def features(pipeline: InputPipeline) -> dict[str, bool]:
     """What the pipeline already does, from its stage names."""
     names = [s.name for s in pipeline.stages]
-    return {"parallel": any(n.startswith(("Parallel", "MapAndBatch")) and "Parallel" in n for n in names),
+    return {"parallel": any(n.startswith("Parallel") for n in names),
             "prefetch": any(n.startswith("Prefetch") for n in names),
             "cache": any("Cache" in n or n.startswith("Snapshot") for n in names)}
 
@@ -104,9 +102,6 @@ def detect(ctx: Context) -> list[Finding]:
         out.append(Finding("input", "Device idle while the host waits for input data" + title[len("Input pipeline"):],
                            wait, facts_wait + facts + where, fix, ctx.projected(tl.input_wait.sum()), "host_overhead"))
     return out
-
-
-CONTENDED = 0.10  # pipeline work spread over the cores, as a share of wall time, that is worth naming
 
 
 def _cores(ctx: Context) -> int:
