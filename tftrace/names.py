@@ -10,6 +10,9 @@ _TF_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_./>\-]*\Z")
 _TF_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*\Z")
 _EAGER_PREFIX = "EagerLocalExecute: "
 _FUNCTION_TYPES = ("__inference_", "__forward_", "__backward_")
+# TraceCallback names each other callback's hooks `tftrace callback <Class>.<hook>` in the trace;
+# the analysis reads them back (capture and analysis share this one spelling).
+CALLBACK_MARK = "tftrace callback "
 _MEMCPY = ("MemcpyHToD", "MemcpyDToH", "MemcpyDToD", "MemcpyHToH", "MemcpyH2D", "MemcpyD2H", "MemcpyD2D", "MemcpyP2P")
 
 

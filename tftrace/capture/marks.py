@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-PREFIX = "tftrace callback "
+from tftrace.names import CALLBACK_MARK as PREFIX
+
 _MISSING = object()
 _FRAMEWORKS = ("keras", "tf_keras")
 

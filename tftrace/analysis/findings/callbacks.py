@@ -10,8 +10,7 @@ import numpy as np
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
-
-PREFIX = "tftrace callback "
+from tftrace.names import CALLBACK_MARK as PREFIX
 
 
 @dataclass(frozen=True)
