@@ -21,6 +21,8 @@ LEFTOVERS = ((small_steps.detect, "host_overhead idle"), (gaps.detect, "idle"), 
 
 def diagnose(ctx: Context) -> tuple[Bottleneck, ...]:
     found: list[Finding] = []
+    if ctx.wall_ps <= 0:  # no time measured: no share of it to give
+        return ()
     if ctx.straggler:
         share, kind, title, evidence, fix = ctx.straggler
         found.append(Finding(kind, title, share, (), fix, ctx.projected(share * ctx.wall_ps)))

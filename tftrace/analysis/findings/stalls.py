@@ -21,6 +21,8 @@ def detect(ctx: Context) -> list[Finding]:
     if len(full) < 4:
         return []
     median = float(np.median(full))
+    if median <= 0:  # zero-length steps: nothing to compare against
+        return []
     out = np.flatnonzero(full > OUTLIER * median)
     if not len(out) or len(out) > len(full) // 2:
         return []
