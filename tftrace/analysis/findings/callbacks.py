@@ -57,7 +57,7 @@ def detect(ctx: Context) -> list[Finding]:
             continue
         per = h.steady_ps / ctx.n
         facts = (fact("callback", h.callback), fact("hook", h.hook), ms_fact("per step", per),
-                 pct_fact("of the step", per / ctx.per_step_ps), fact("steps measured", ctx.n))
+                 pct_fact("share of the step", per / ctx.per_step_ps), fact("steps measured", ctx.n))
         out.append(Finding("callback", f"Callback {h.callback}.{h.hook} takes {ms(per)} on every step", share, facts,
                            fix_for("callback", cb=h.callback, hook=h.hook), ctx.projected(h.steady_ps),
                            "host_overhead"))

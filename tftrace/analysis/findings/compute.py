@@ -43,7 +43,7 @@ def detect(ctx: Context) -> list[Finding]:
         top_op = max((e for e in ctx.table if e.layer == top.layer and e.category != "input"),
                      key=lambda e: (e.self_ps, e.name), default=None)
         layer_cat = top_op.category if top_op else ""
-        facts = [pct_fact(f"layer {top.layer} of the model's op time", share), ms_fact("its op time", top.self_ps)]
+        facts = [pct_fact(f"share of the model's op time in layer {top.layer}", share), ms_fact("its op time", top.self_ps)]
         if top.params >= 0:
             facts.append(fact("parameters", f"{top.params:,}"))
         if top_op is not None:
@@ -57,7 +57,7 @@ def detect(ctx: Context) -> list[Finding]:
     in_layer = sum(e.self_ps for e in ctx.table if ops.layers and e.layer == ops.layers[0].layer
                    and e.category == top.category)
     if not ops.layers or top.category != layer_cat or in_layer < SPREAD * top.self_ps:
-        facts = (pct_fact(f"{top.category} ops of the model's op time", share), ms_fact("their op time", top.self_ps))
+        facts = (pct_fact(f"share of the model's op time in {top.category} ops", share), ms_fact("their op time", top.self_ps))
         out.append(Finding("category", f"Op category {top.category}: {share:.0%} of the model's op time",
                            b.compute * share, facts, _CATEGORY_FIXES.get(top.category, _CATEGORY_FIXES["other"]),
                            ctx.projected(b.compute * share * ctx.wall_ps), "compute"))

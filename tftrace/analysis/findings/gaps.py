@@ -17,11 +17,11 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     per_gap = ctx.tl.idle.sum() / gaps * (share / ctx.breakdown.idle)
     where, title = hottest_fact(ctx)
     if ctx.loop == "keras":
-        facts = (pct_fact("of wall time passes between steps", share), ms_fact("per gap", per_gap),
+        facts = (pct_fact("share of wall time between steps", share), ms_fact("per gap", per_gap),
                  fact("in Keras' loop and callbacks"), *where)
         return [Finding("idle", "Gaps between steps" + title, share, facts, fix_for("gaps", "keras"),
                         ctx.projected(share * ctx.wall_ps), "idle")]
-    facts = (ms_fact("per iteration outside TensorFlow", per_gap), pct_fact("of wall time", share),
+    facts = (ms_fact("per iteration outside TensorFlow", per_gap), pct_fact("share of wall time", share),
              fact("your Python between calls, such as loading data"), *where)
     return [Finding("idle", "Your Python between iterations" + title, share, facts, fix_for("between_calls", "predict"),
                     ctx.projected(share * ctx.wall_ps), "idle")]

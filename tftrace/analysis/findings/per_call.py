@@ -21,7 +21,7 @@ def detect(ctx: Context) -> list[Finding]:
         facts.append(fact("pipeline ops per call", ", ".join(f"{t} {ms(ps / n)}" for t, ps in ov.pipeline_ops[:4])))
     if ov.pipeline_tracing_ps:
         facts.append(ms_fact("of it tracing its dataset functions, per call", ov.pipeline_tracing_ps / n))
-    facts += [pct_fact("the model's own ops take, of the step", ctx.tl.fraction(ctx.tl.compute)),
+    facts += [pct_fact("share of the step the model's own ops take", ctx.tl.fraction(ctx.tl.compute)),
               ms_fact("the model's own ops, per call", ctx.tl.compute.sum() / n)]
     loop = "predict" if call == "model.predict" else "keras"
     return [Finding("per_call_overhead", f"Per-call {call} overhead: a tf.data pipeline built every call",
@@ -32,7 +32,7 @@ def detect(ctx: Context) -> list[Finding]:
 def predict_python(ctx: Context, rest: float) -> list[Finding]:
     """Host overhead left in per-call predict steps once the pipeline is counted: predict's own
     Python (argument handling, data adapters, output conversion)."""
-    facts = (pct_fact("of step time runs no op and waits on no input", rest),
+    facts = (pct_fact("share of step time with no op and no input wait", rest),
              fact("model.predict's own Python (argument handling, data adapters, output conversion) on every call"))
     return [Finding("host_overhead", "Keras' per-call Python around each predict", rest, facts,
                     fix_for("predict_python", "predict"), ctx.projected(rest * ctx.wall_ps), "host_overhead")]

@@ -81,7 +81,7 @@ def detect(ctx: Context) -> list[Finding]:
         # the model computes slows the model down, though the model does not wait for it.
         contended = work * (1 - b.input) / cores if b.input < HIGHLY_INPUT else 0
         share = min(b.input + contended / ctx.wall_ps, 1 - b.idle)
-        wait = (pct_fact("input of step time", b.input), ms_fact("per step waiting in IteratorGetNext",
+        wait = (pct_fact("share of step time waiting for input", b.input), ms_fact("per step waiting in IteratorGetNext",
                                                                tl.input.sum() / ctx.n))
         if contended / ctx.wall_ps >= CONTENDED:
             wait += (ms_fact(f"pipeline work per step on {cores} cores shared with the model", work / ctx.n),)
@@ -91,13 +91,13 @@ def detect(ctx: Context) -> list[Finding]:
             out.append(Finding("input", title, share, wait + facts + where, fix,
                                ctx.projected(tl.input.sum() + contended), "input"))
     if tl.device_busy is not None and b.input > 0:
-        facts_h2d = (pct_fact("of step time the device only copies input in", b.input),
+        facts_h2d = (pct_fact("share of step time the device only copies input in", b.input),
                      ms_fact("per step", tl.input.sum() / ctx.n))
         out.append(Finding("input", "Host-to-device copies", b.input, facts_h2d, fix_for("h2d"),
                            ctx.projected(tl.input.sum()), "input"))
     wait = tl.fraction(tl.input_wait) if tl.input_wait is not None else 0.0
     if wait > 0:
-        facts_wait = (pct_fact("of step time the device runs nothing while the host waits in IteratorGetNext", wait),
+        facts_wait = (pct_fact("share of step time the device runs nothing while the host waits in IteratorGetNext", wait),
                       ms_fact("per step", tl.input_wait.sum() / ctx.n))
         out.append(Finding("input", "Device idle while the host waits for input data" + title[len("Input pipeline"):],
                            wait, facts_wait + facts + where, fix, ctx.projected(tl.input_wait.sum()), "host_overhead"))

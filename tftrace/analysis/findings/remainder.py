@@ -15,14 +15,14 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     if rest <= 0:
         return []
     if ctx.tl.device_busy is not None:
-        facts = (pct_fact("of step time the device runs no op and no copy while the host works", rest),
+        facts = (pct_fact("share of step time the device runs no op and no copy while the host works", rest),
                  fact("launches, Python, framework"))
         return [Finding("device_idle", "Device idle, waiting for the host", rest, facts, fix_for("device_idle"),
                         ctx.projected(rest * ctx.wall_ps), "host_overhead")]
     if ctx.overhead.pipeline_ps and ctx.loop == "predict":
         return predict_python(ctx, rest)
     where, in_fn = hottest_fact(ctx, ("inside steps",))
-    facts = (pct_fact("of step time runs no op, waits on no input, and no named cause explains it", rest),
+    facts = (pct_fact("share of step time with no op, no input wait and no named cause", rest),
              fact("Python, dispatch, launches"), *where)
     return [Finding("host_overhead", "Python and framework time inside steps" + in_fn, rest, facts,
                     fix_for("host_overhead"), ctx.projected(rest * ctx.wall_ps), "host_overhead")]

@@ -21,7 +21,7 @@ def detect(ctx: Context) -> list[Finding]:
     per = gaps / max(len(ctx.tl.dur) - 1, 1)
     facts = [ms_fact(f"Python between calls of {fn}, per step", per), ms_fact("the call itself, per step",
                                                                             ctx.tl.dur.mean()),
-             pct_fact("of the loop's time", ctx.breakdown.idle)]
+             pct_fact("share of the loop's time", ctx.breakdown.idle)]
     eager = _eager_between(ctx)
     if eager:
         facts.append(fact("eager ops between calls (.numpy() of variables, tensor math outside the step)",
