@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 __version__ = "0.1.0"
-__all__ = ["TraceCallback", "trace", "step", "region", "load", "analyze", "diff", "TftraceError", "__version__"]
+__all__ = ["TraceCallback", "trace", "step", "region", "confirm", "confirm_predict", "load", "analyze", "diff",
+           "TftraceError", "__version__"]
 
 
 def __getattr__(name: str):
@@ -14,6 +15,9 @@ def __getattr__(name: str):
     if name in ("trace", "step", "region"):
         from tftrace.capture import session
         return getattr(session, name)
+    if name in ("confirm", "confirm_predict"):
+        from tftrace.capture import confirm
+        return getattr(confirm, name)
     if name == "load":
         from tftrace.loader import load
         return load

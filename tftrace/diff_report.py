@@ -64,6 +64,15 @@ class RowDelta:
 
 
 @dataclass(frozen=True)
+class ExperimentDelta:
+    """One figure an experiment timed (`confirm`), on each side that has it (None: not timed)."""
+
+    figure: str  # input_alone_ms, step_alone_ms, step_measured_ms, predict_ms, direct_call_ms...
+    baseline: float | None
+    candidate: float | None
+
+
+@dataclass(frozen=True)
 class DiffReport:
     baseline: str
     candidate: str
@@ -80,6 +89,7 @@ class DiffReport:
     candidate_step_times: tuple[StepTime, ...] = ()
     gate: Gate | None = None  # set by --fail-if-slower
     hosts: tuple[HostDelta, ...] = ()  # runs with several hosts: each host's step time, compared
+    experiment: tuple[ExperimentDelta, ...] = ()  # figures timed apart (`confirm`), where either run has them
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict:

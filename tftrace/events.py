@@ -88,6 +88,7 @@ class Trace:
     problems: tuple[str, ...] = ()  # host files of the run that could not be read (the others were)
     profile_start_ns: dict = field(default_factory=dict)  # host -> Unix ns where its event times count from
     python_samples: dict | None = None  # Python stack samples saved beside the run (capture/sampler.py)
+    experiment: dict | None = None  # figures an experiment saved beside the run (capture/experiment.py)
 
     @property
     def devices(self) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ import os
 from tftrace.build import TraceBuilder
 from tftrace.capture.sampler import SAMPLES_FILE
 from tftrace.capture.sidecar import SIDECAR
+from tftrace.experiment_file import EXPERIMENT, read_experiment
 from tftrace.errors import TraceReadError
 from tftrace.logdir import Run, find_runs, host_from_file
 from tftrace.samples_file import read_samples
@@ -47,12 +48,14 @@ def load_run(run: Run, progress=None) -> Trace:
         except TraceReadError as e:  # the trace stands without them
             problems.append(e)
     sidecar, noted = read_sidecar(sidecar_path) if os.path.isfile(sidecar_path) else ({}, [])
-    return dataclasses.replace(trace, sidecar=sidecar, problems=tuple(str(e) for e in problems) + tuple(noted),
-                               python_samples=samples)
+    experiment_path = beside(run, EXPERIMENT)
+    experiment, more = read_experiment(experiment_path) if os.path.isfile(experiment_path) else (None, [])
+    return dataclasses.replace(trace, sidecar=sidecar, problems=tuple(str(e) for e in problems) + tuple(noted + more),
+                               python_samples=samples, experiment=experiment)
 
 
 def beside(run: Run, name: str) -> str:
-    """The path of a file saved beside a run's traces (its sidecar, its Python samples)."""
+    """The path of a file saved beside a run's traces (its sidecar, Python samples, experiment)."""
     return os.path.join(run.path if os.path.isdir(run.path) else os.path.dirname(run.path), name)
 
 

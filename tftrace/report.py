@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from dataclasses import dataclass
 
@@ -54,6 +55,35 @@ class Breakdown:
 class Verdict:
     bound: str  # one of BOUNDS
     text: str
+    measured: bool = False  # an experiment on the user's own model and data backs it (`confirm`)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """What an experiment (`TraceCallback(confirm=True)`, `tftrace.confirm`, `confirm_predict`)
+    timed on the user's own model and data, and whether that confirms the trace's verdict."""
+
+    kind: str = "step"  # step: input and step timed apart; predict: predict against direct calls
+    mode: str = ""  # fit | evaluate | predict | custom
+    batches: int = 0  # batches or calls each figure is over
+    input_alone_ms: float | None = None  # per batch, a fresh iterator with no model
+    step_alone_ms: float | None = None  # per step, the step function on one batch held in memory
+    step_measured_ms: float | None = None  # per step with input, as the trace (or the timed loop) measured it
+    measured_by: str = ""  # trace | loop: where step_measured_ms comes from
+    predict_ms: float | None = None  # per call, model.predict(x)
+    predict_on_batch_ms: float | None = None
+    direct_call_ms: float | None = None  # model(x, training=False)
+    function_call_ms: float | None = None  # the same inside a tf.function
+    fastest: str = ""  # the fastest alternative to predict that gives its outputs
+    speedup: float | None = None  # predict_ms over the fastest alternative's
+    leads: str = ""  # what the figures find largest: input | step | outside | predict_overhead | model
+    confirmed: bool | None = None  # the verdict agrees with the figures; None: they cannot tell
+    statement: str = ""
+    skipped: tuple[str, ...] = ()  # what could not be timed, and why
+    error: str = ""  # the experiment failed: why (the run's other parts stand)
+
+    def to_dict(self) -> dict:
+        return _to_json(self)
 
 
 @dataclass(frozen=True)
@@ -184,6 +214,7 @@ class RunReport:
     error: str = ""  # set when the run could not be read; the other parts are then empty
     step_view: StepView = StepView()  # the median step's timeline, for the HTML report
     cut_short: str = ""  # a capture window that ended early (Ctrl-C, an error): by what, after how many steps
+    experiment: Experiment | None = None  # figures timed apart after the capture, where one ran
 
 
 @dataclass(frozen=True)
@@ -277,6 +308,11 @@ def _from_json(cls, data):
 
 def _convert(hint, value):
     origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):  # X | None: None, or an X
+        if value is None:
+            return None
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+        origin = typing.get_origin(hint)
     if origin is tuple:
         (item, *_rest) = typing.get_args(hint)
         return tuple(_convert(item, v) for v in value)

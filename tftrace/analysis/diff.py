@@ -8,13 +8,16 @@ import re
 from tftrace.analysis.classify import LOSS_SCOPES, METRIC_SCOPES, OPTIMIZER_SCOPES, UNIQUE_SUFFIX
 from tftrace.analysis.gate import speed_gate
 from tftrace.analysis.stats import compare_steps
-from tftrace.diff_report import DiffReport, HostDelta, PartDelta, RowDelta, StepTime, StepTimeDelta
+from tftrace.diff_report import DiffReport, ExperimentDelta, HostDelta, PartDelta, RowDelta, StepTime, StepTimeDelta
 from tftrace.report import PARTS, RunReport
 
 _WRAPPERS = re.compile(r"(StatefulPartitionedCall|PartitionedCall|replica_\d+)(_\d+)?\Z")
 _SUFFIX = UNIQUE_SUFFIX
 # Top scopes that are not a model's: their ops keep them, so `adam/Sub` never becomes `Sub`.
 _KEEP_FIRST = {"gradient_tape", "gradients"} | OPTIMIZER_SCOPES | LOSS_SCOPES | METRIC_SCOPES
+# The experiment's figures a diff compares, in this order.
+EXPERIMENT_FIGURES = ("input_alone_ms", "step_alone_ms", "step_measured_ms", "predict_ms", "predict_on_batch_ms",
+                      "direct_call_ms", "function_call_ms")
 MOVED = 0.05  # a part or op moved when it changed by this share of the baseline step time
 
 
@@ -85,7 +88,15 @@ def diff_runs(base: RunReport, cand: RunReport, base_label: str, cand_label: str
     summary = _summary(step, parts, cats, layers, ops, base_label, cand_label)
     gate = speed_gate(step, fail_if_slower) if fail_if_slower is not None else None
     return DiffReport(base_label, cand_label, step, parts, ops, layers, cats, summary,
-                      base.verdict.text, cand.verdict.text, notes, b_times, c_times, gate, _hosts(base, cand))
+                      base.verdict.text, cand.verdict.text, notes, b_times, c_times, gate, _hosts(base, cand),
+                      _experiment(base, cand))
+
+
+def _experiment(base: RunReport, cand: RunReport) -> tuple[ExperimentDelta, ...]:
+    sides = [getattr(r, "experiment", None) for r in (base, cand)]
+    values = [[getattr(e, f) if e is not None else None for e in sides] for f in EXPERIMENT_FIGURES]
+    return tuple(ExperimentDelta(f, b, c) for f, (b, c) in zip(EXPERIMENT_FIGURES, values)
+                 if b is not None or c is not None)
 
 
 def _hosts(base: RunReport, cand: RunReport) -> tuple[HostDelta, ...]:

@@ -8,6 +8,7 @@ import numpy as np
 
 from tftrace.analysis.breakdown import event_classes, timeline
 from tftrace.analysis.eager import eager_layers
+from tftrace.analysis.experiment import interpret, measured_verdict
 from tftrace.analysis.findings import Context, diagnose
 from tftrace.analysis.input import input_pipeline
 from tftrace.analysis.ops import op_stats, op_table
@@ -50,16 +51,18 @@ def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: s
     ctx = Context(timed, steps, tl, parts, ov, stats, table, pipeline, mode, eager, _loop(timed, steps, mode), python,
                   straggler(views))
     found = diagnose(ctx)
+    summary = _steps_summary(steps, tl, timed.hosts[0] if views else "")
+    judged = verdict(parts, tl.wall_ps > 0, tl.device_busy is not None)
+    experiment = interpret(trace.experiment, summary, judged.bound) if trace.experiment is not None else None
     return RunReport(
         path=trace.path, name=name, hosts=trace.hosts, devices=trace.devices, mode=mode, mode_source=mode_source,
-        eager=eager, steps=_steps_summary(steps, tl, timed.hosts[0] if views else ""), breakdown=parts,
-        verdict=verdict(parts, tl.wall_ps > 0, tl.device_busy is not None), bottlenecks=found,
+        eager=eager, steps=summary, breakdown=parts, verdict=measured_verdict(judged, experiment), bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
         notes=_notes(trace, steps, eager), host_op_ps=stats.host_self_ps, device_op_ps=stats.device_self_ps,
         per_host=host_rows(views), per_device=device_rows(trace),
         python=dataclasses.replace(python, rows=python.rows[:top] if top else python.rows),
         step_view=step_view(timed, tl.start, tl.dur, tl.idle, steps.numbers, classes[0]),
-        cut_short=window_note(trace.sidecar, steps.count if steps.kind != "window" else 0),
+        cut_short=window_note(trace.sidecar, steps.count if steps.kind != "window" else 0), experiment=experiment,
     )
 
 

@@ -7,7 +7,7 @@ import sys
 
 import keras
 
-from tftrace.capture import guard, marks, session as sessions
+from tftrace.capture import experiment, guard, marks, session as sessions
 from tftrace.capture.session import ProfilerSession, _warn
 from tftrace.capture.sidecar import describe
 
@@ -77,13 +77,23 @@ class TraceCallback(keras.callbacks.Callback):
             functions behind input and per-step time, tf.data's threads included.
         server_port: start TensorFlow's profiler server on this port when training begins, so
             `tftrace capture host:port ...` can capture this worker from outside.
+        confirm: after the call (fit, evaluate, predict) that captured a window, time its input
+            pipeline alone (a fresh iterator) and its step alone (on one batch held in memory),
+            about the window's length each, and save the figures beside the run
+            (`tftrace_experiment.json`): `tftrace analyze` then says whether they confirm the
+            trace's verdict. For predict, also `model.predict` against direct calls on one batch.
+            The model's weights, optimizer state and metrics are put back bit for bit; a failure
+            is a warning, never an exception in your training. `self.experiments` holds the results.
     """
 
     def __init__(self, log_dir: str, fit_steps=True, epochs=(0,), evaluate_steps=True, predict_steps=True,
                  warmup: int = 2, window: int = 5, host_tracer_level: int = 2, python_tracer_level: int = 0,
                  device_tracer_level: int = 1, max_windows: int = 8, python: bool | float = False,
-                 server_port: int | None = None):
+                 server_port: int | None = None, confirm: bool = False):
         super().__init__()
+        self.confirm = confirm
+        self.experiments: list = []  # one Experiment per confirmed call (`confirm=True`)
+        self._captured: dict[str, tuple[str, int]] = {}  # mode -> (run folder, steps) of this call's last window
         self.log_dir = str(log_dir)
         self.python = python
         self.server_port = server_port
@@ -178,6 +188,7 @@ class TraceCallback(keras.callbacks.Callback):
             self._session = None
         self._modes.clear()
         self._windows.clear()
+        self._captured.clear()
         self._in_fit = False
 
     def _total_steps(self, mode: str) -> int | None:
@@ -281,6 +292,8 @@ class TraceCallback(keras.callbacks.Callback):
         run = session.stop(cut_short=cut_short)
         if run:
             self.runs.append(run)
+            if cut_short is None:
+                self._captured[mode] = (run, len(session.steps))
         if mode != "train":
             self._done.add(mode)
 
@@ -381,6 +394,7 @@ class TraceCallback(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         self._end_mode("train")
         self._in_fit = False
+        self._confirm("train")
 
     def on_test_begin(self, logs=None):
         self._begin_mode("test")
@@ -393,6 +407,8 @@ class TraceCallback(keras.callbacks.Callback):
 
     def on_test_end(self, logs=None):
         self._end_mode("test")
+        if not self._in_fit:  # fit's validation pass: fit's own experiment covers the call
+            self._confirm("test")
 
     def on_predict_begin(self, logs=None):
         self._begin_mode("predict")
@@ -405,6 +421,27 @@ class TraceCallback(keras.callbacks.Callback):
 
     def on_predict_end(self, logs=None):
         self._end_mode("predict")
+        self._confirm("predict")
+
+    # -- confirm=True: the experiment after the call's window ---------------------------------
+    def _confirm(self, mode: str) -> None:
+        captured = self._captured.pop(mode, None)
+        if not self.confirm or captured is None or self.model is None:
+            return
+        run_dir, steps = captured
+        call = _MODES[mode]
+        try:
+            raw = experiment.keras_call(self.model, call, experiment.batches_for(steps))
+        except Exception as e:  # never into the user's training: a warning and a note in the report
+            raw = experiment.new("step", call, 0)
+            raw["error"] = f"{type(e).__name__}: {e}"
+            _warn(f"the confirm experiment after {call} failed ({raw['error']}); the trace is kept")
+        try:
+            experiment.save(run_dir, raw)
+        except OSError as e:
+            _warn(f"could not save the confirm experiment beside {run_dir} ({e})")
+        from tftrace.analysis.experiment import interpret
+        self.experiments.append(interpret(raw))
 
 
 def _calling_list(callback):

@@ -31,6 +31,11 @@ def _row_cells(r) -> tuple[str, ...]:
     return (r.name, r.type, ms(r.baseline_ps), ms(r.candidate_ps), _signed_ms(r.delta_ps), r.status)
 
 
+def _experiment_cells(e) -> tuple[str, str, str]:
+    return (e.figure.removesuffix("_ms").replace("_", " "),
+            *("-" if v is None else f"{v:.2f}" for v in (e.baseline, e.candidate)))
+
+
 def _text(diff, color: bool) -> str:
     buf = io.StringIO()
     con = Console(file=buf, width=120, force_terminal=color, color_system="auto" if color else None, highlight=False)
@@ -56,6 +61,14 @@ def _text(diff, color: bool) -> str:
                           h.baseline_bound, h.candidate_bound, h.status)
         con.print()
         con.print(hosts)
+    if diff.experiment:
+        exp = Table(title="Experiment (timed apart, ms)", title_justify="left", show_edge=False)
+        for col in ("figure", "baseline", "candidate"):
+            exp.add_column(col, justify="left" if col == "figure" else "right")
+        for e in diff.experiment:
+            exp.add_row(*_experiment_cells(e))
+        con.print()
+        con.print(exp)
     for title, rows, with_type in (("Categories (ms per step)", diff.categories, False),
                                    ("Layers (ms per step)", diff.layers, False), ("Ops (ms per step)", diff.ops, True)):
         _delta_table(con, title, rows, with_type)
@@ -109,6 +122,9 @@ def _markdown(diff) -> str:
         out += _table(["host", "baseline ms", "candidate ms", "delta", "baseline bound", "candidate bound", "status"],
                       [(h.host, ms(h.baseline_ps), ms(h.candidate_ps), f"{h.delta_pct:+.1f}%", h.baseline_bound,
                         h.candidate_bound, h.status) for h in diff.hosts])
+    if diff.experiment:
+        out += ["## Experiment (timed apart, ms)", ""]
+        out += _table(["figure", "baseline", "candidate"], [_experiment_cells(e) for e in diff.experiment])
     for title, rows in (("Categories", diff.categories), ("Layers", diff.layers), ("Ops", diff.ops)):
         out += [f"## {title} (ms per step)", ""]
         out += _table(["name", "type", "baseline", "candidate", "delta", "status"], [_row_cells(r) for r in rows]) \

@@ -68,3 +68,18 @@ def tail(name: str, limit: int) -> str:
         out = f"{part}{sep}{out}"
     out = "…" + (sep if len(parts) > 1 else "") + out
     return out if len(out) <= limit else "…" + name[-(limit - 1):]
+
+
+_OUTCOME = {True: "confirms the verdict", False: "contradicts the verdict", None: "cannot test the verdict"}
+
+
+def experiment_head(exp) -> str:
+    """`Experiment (fit, 5 batches each): confirms the verdict` - what ran, and its outcome."""
+    what = "predict against direct calls" if exp.kind == "predict" else exp.mode or "custom loop"
+    each = f", {exp.batches} {'calls' if exp.kind == 'predict' else 'batches'} each" if exp.batches else ""
+    outcome = "failed" if exp.error else _OUTCOME[exp.confirmed]
+    return f"Experiment ({what}{each}): {outcome}"
+
+
+def experiment_skipped(exp) -> list[str]:
+    return [f"not timed: {s}" for s in exp.skipped]

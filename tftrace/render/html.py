@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from tftrace.render.html_flame import flame_chart
-from tftrace.render.fmt import PART_LABELS, main_share_basis, ms, op_share_basis, params, pct, projection, where
+from tftrace.render.fmt import (PART_LABELS, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
+                                params, pct, projection, where)
 from tftrace.render.html_charts import (LAYER_COLOR, PART_COLORS, category_color, esc,
                                         hbar_chart, step_chart)
 from tftrace.render.html_page import fragment, page
@@ -76,7 +77,17 @@ def _verdict(run) -> str:
     label = PART_LABELS.get(v.bound, v.bound)
     return (f'<div class="verdict" style="border-left-color:{color}">'
             f'<span class="badge" style="background:{color}">{esc(label)}-bound</span>'
-            f'<p>{_rich(v.text)}</p>{_breakdown(run.breakdown)}</div>')
+            f'<p>{_rich(v.text)}</p>{_experiment(run.experiment)}{_breakdown(run.breakdown)}</div>')
+
+
+def _experiment(exp) -> str:
+    """The experiment's figures under the verdict they test."""
+    if exp is None:
+        return ""
+    state = {True: "confirmed", False: "contradicted"}.get(exp.confirmed, "untested")
+    skipped = "".join(f"<li>{esc(line)}</li>" for line in experiment_skipped(exp))
+    return (f'<div class="experiment" data-experiment="{state}"><strong>{esc(experiment_head(exp))}</strong>: '
+            f'{esc(exp.statement)}' + (f"<ul>{skipped}</ul>" if skipped else "") + "</div>")
 
 
 def _breakdown(b) -> str:

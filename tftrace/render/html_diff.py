@@ -34,7 +34,8 @@ def render_diff_fragment(diff) -> str:
 
 
 def _body(diff) -> str:
-    sections = [_headline(diff), _gate(diff), _sides(diff), _distribution(diff), _breakdown(diff), _hosts(diff),
+    sections = [_headline(diff), _gate(diff), _sides(diff), _distribution(diff), _breakdown(diff), _experiment(diff),
+                _hosts(diff),
                 _deltas("Categories", "categories-delta", diff.categories),
                 _deltas("Layers", "layers-delta", diff.layers), _ops(diff), _notes(diff)]
     return ('<header class="top"><div class="wrap"><span class="brand">tftrace</span>'
@@ -58,6 +59,18 @@ def _headline(diff) -> str:
             f'<span class="badge" style="background:{color}">{esc(label)}</span>'
             f'<p>{esc(diff.summary)}</p></div>'
             f'<dl class="facts">{cells}</dl>')
+
+
+def _experiment(diff) -> str:
+    """The figures an experiment timed apart (`confirm`), side by side."""
+    if not diff.experiment:
+        return ""
+    cell = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+    rows = "".join(f"<tr><td>{esc(e.figure.removesuffix('_ms').replace('_', ' '))}</td><td>{cell(e.baseline)}</td>"
+                   f"<td>{cell(e.candidate)}</td></tr>" for e in diff.experiment)
+    return ('<div class="card"><h3>Experiment (timed apart, ms)</h3><div class="table-box"><table data-table="experiment">'
+            f"<thead><tr><th>figure</th><th>baseline</th><th>candidate</th></tr></thead><tbody>{rows}</tbody></table>"
+            "</div></div>")
 
 
 def _gate(diff) -> str:

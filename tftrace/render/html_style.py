@@ -40,6 +40,8 @@ dl.facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 
   padding: 16px 18px; margin: 14px 0; }
 .verdict { border-left: 5px solid; }
 .verdict p { margin: 8px 0 12px; font-size: 15px; }
+.experiment { margin: 0 0 12px; padding: 8px 12px; background: var(--bg); border-radius: 6px; font-size: 13px; }
+.experiment ul { margin: 4px 0 0; padding-left: 18px; }
 .badge { display: inline-block; color: #fff; font-size: 12px; font-weight: 600; padding: 2px 10px;
   border-radius: 10px; text-transform: uppercase; letter-spacing: .5px; }
 .strip { display: flex; height: 14px; border-radius: 4px; overflow: hidden; background: #eee; }

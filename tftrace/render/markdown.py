@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tftrace.render.fmt import PART_LABELS, main_share_basis, ms, op_share_basis, params, pct, projection, where
+from tftrace.render.fmt import (PART_LABELS, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
+                                params, pct, projection, where)
 
 
 def _cell(text) -> str:
@@ -46,6 +47,10 @@ def _run(run) -> list[str]:
     out.append("")
     if run.verdict.text:
         out += [f"**Verdict ({run.verdict.bound}-bound):** {_cell(run.verdict.text)}", ""]
+    if run.experiment is not None:
+        exp = run.experiment
+        out += [f"**{_cell(experiment_head(exp))}:** {_cell(exp.statement)}", ""]
+        out += [f"- {_cell(line)}" for line in experiment_skipped(exp)] + ([""] if exp.skipped else [])
     b = run.breakdown
     if any((b.input, b.compute, b.host_overhead, b.idle)):
         out += _table(["part", "share of step time"], [(PART_LABELS[k], pct(getattr(b, k))) for k in PART_LABELS])

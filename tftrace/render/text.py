@@ -10,7 +10,8 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
-from tftrace.render.fmt import PART_LABELS, main_share_basis, ms, op_share_basis, params, pct, projection, tail, where
+from tftrace.render.fmt import (PART_LABELS, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
+                                params, pct, projection, tail, where)
 
 WIDTH = 100  # fits a standard terminal; table cells never wrap over two lines at this width
 _INDENT = 2
@@ -25,6 +26,14 @@ def render_text(report, color: bool = False, width: int = WIDTH, **_options) -> 
             console.print()
         _run(console, run)
     return buf.getvalue()
+
+
+def _experiment(console: Console, exp) -> None:
+    if exp is None:
+        return
+    console.print(f"  [bold]{escape(experiment_head(exp))}:[/bold] {escape(exp.statement)}")
+    for line in experiment_skipped(exp):
+        console.print(f"    [dim]{escape(line)}[/dim]")
 
 
 def _run(console: Console, run) -> None:
@@ -52,6 +61,7 @@ def _run(console: Console, run) -> None:
         console.print(f"  step time: {parts}")
     if run.verdict.text:
         console.print(f"\n  [bold]Verdict ({run.verdict.bound}):[/bold] {escape(run.verdict.text)}")
+    _experiment(console, run.experiment)
     _bottlenecks(console, run.bottlenecks)
     _simple(console, "Hosts (each host's own steps; the slowest sets the step time)",
             ("host", "steps", "mean ms", "input", "compute", "overhead", "idle", "coll. ms", "bound"),

@@ -1,0 +1,101 @@
+"""The experiments behind `confirm`: a pipeline alone, a step alone, `predict` against direct calls.
+
+Each returns the raw figures (a dict, saved beside a run as `tftrace_experiment.json`); what
+they mean against a trace's verdict is analysis's job (`tftrace.analysis.experiment`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from tftrace.capture import data_source
+from tftrace.capture.state import Snapshot, variables_of
+from tftrace.capture.timing import time_batches, time_calls, time_each
+from tftrace.experiment_file import EXPERIMENT
+MIN_BATCHES, MAX_BATCHES = 3, 50
+_STEP_FUNCTIONS = {"fit": "train_function", "evaluate": "test_function", "predict": "predict_function"}
+
+
+def new(kind: str, mode: str, n: int) -> dict:
+    from tftrace import __version__
+    return {"kind": kind, "mode": mode, "batches": n, "skipped": [], "error": "",
+            "tftrace_version": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def batches_for(window_steps: int) -> int:
+    """About the capture window's length: the experiment costs about twice the window."""
+    return max(MIN_BATCHES, min(MAX_BATCHES, int(window_steps or 0)))
+
+
+def keras_call(model, call: str, n: int) -> dict:
+    """Input alone and step alone for the running Keras `call` (fit, evaluate or predict), with
+    every variable of the model, its optimizer and its metrics put back bit for bit."""
+    raw = new("step", call, n)
+    try:
+        source = data_source.batches(data_source.keras_epoch_iterator(model, call))
+    except data_source.Unavailable as e:
+        raw["skipped"].append(f"input alone and step alone: {e}")
+        return raw
+    snapshot = Snapshot(variables_of(model))
+    try:
+        timed, batch = time_batches(source, n)
+        raw.update(input_alone_ms=timed.ms, input_batches=timed.count)
+        if batch is None:
+            raw["skipped"].append("step alone: the data holds no batch")
+            return raw
+        raw["step_alone_ms"] = time_calls(_step_call(model, call, batch), n).ms
+        if call == "predict":
+            raw.update(predict_alternatives(model, _features(batch), n))
+    finally:
+        snapshot.restore()
+    return raw
+
+
+def _step_call(model, call: str, batch):
+    """One step of the call's own compiled step function on `batch`, held in memory. Given a
+    Python iterator (not a tf.data one), Keras 3 runs its compiled one-step function on each
+    element: the step without the input pipeline."""
+    name = _STEP_FUNCTIONS[call]
+    getattr(model, "make_" + name)()  # built by the call already; built here if it was not
+    fn = getattr(model, name)
+    if call == "predict":
+        return lambda: fn([batch])
+    return lambda: fn(iter([batch]))
+
+
+def _features(batch):
+    """x of an (x,), (x, y) or (x, y, sample_weight) batch."""
+    return batch[0] if isinstance(batch, tuple) else batch
+
+
+def predict_alternatives(model, x, n: int) -> dict:
+    """ms per call of `model.predict(x)` and of the ways to get the same outputs without its
+    per-call work (a fresh data pipeline, callbacks, batching), each checked against predict's."""
+    import numpy as np
+    import tensorflow as tf
+
+    function = tf.function(lambda v: model(v, training=False))
+    calls = {"predict": lambda: model.predict(x, verbose=0),
+             "predict_on_batch": lambda: model.predict_on_batch(x),
+             "direct_call": lambda: model(x, training=False),
+             "function_call": lambda: function(x)}
+    out: dict = {"correct": {}}
+    expected = None
+    for name, call in calls.items():
+        timed, result = time_each(call, n)
+        out[name + "_ms"] = timed.ms
+        flat = [np.asarray(v) for v in tf.nest.flatten(result)]
+        if expected is None:
+            expected = flat
+        else:
+            out["correct"][name] = len(flat) == len(expected) and all(
+                a.shape == b.shape and np.allclose(a, b, rtol=1e-4, atol=1e-5) for a, b in zip(flat, expected))
+    return out
+
+
+def save(run_dir: str, raw: dict) -> str:
+    path = os.path.join(run_dir, EXPERIMENT)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(raw, f, indent=2, sort_keys=True)
+    return path

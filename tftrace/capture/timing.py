@@ -1,0 +1,85 @@
+"""Wall-clock timing for experiments: batches of an iterator, and repeated calls."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Timed:
+    ms: float | None  # per batch or per call; None when nothing could be timed
+    count: int  # how many batches or calls the figure is over
+
+
+def sync(value) -> None:
+    """Wait until `value` is computed: a tensor's `.numpy()` blocks until its op ran (on a GPU
+    the call returns once the kernels are queued)."""
+    leaves = _leaves(value)
+    if leaves and hasattr(leaves[-1], "numpy"):
+        leaves[-1].numpy()
+
+
+def _leaves(value) -> list:
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _leaves(v)]
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _leaves(v)]
+    return [value]
+
+
+def time_batches(iterator, n: int, each=None) -> tuple[Timed, object]:
+    """(ms per batch over `n` batches, the first batch); `each(batch)`, if given, runs on every
+    batch (a step: the loop of both is timed). The first batch (iterator start-up, buffers
+    filling, tracing) is not timed, nor the next n // 2: a prefetch buffer filled meanwhile
+    would hand them out for free, so the timed ones come at the rate the pipeline makes them."""
+    each = each or (lambda batch: batch)
+    try:
+        first = next(iterator)
+    except StopIteration:
+        return Timed(None, 0), None
+    out = each(first)
+    sync(out)
+    got, start = 0, time.perf_counter()
+    try:
+        for _ in range(n // 2):
+            each(next(iterator))
+        start = time.perf_counter()
+        for _ in range(n):
+            out = each(next(iterator))
+            got += 1
+    except StopIteration:
+        pass
+    sync(out)
+    elapsed = time.perf_counter() - start if got else 0.0
+    return Timed(elapsed / got * 1e3 if got else None, got), first
+
+
+def time_calls(fn, n: int, warmup: int = 1) -> Timed:
+    """ms per call of `fn()` over `n` calls after `warmup` untimed ones (tracing, first-call
+    set-up), synchronised once at the end: the rate a loop of such calls runs at."""
+    out = None
+    for _ in range(warmup):
+        sync(fn())
+    start = time.perf_counter()
+    for _ in range(n):
+        out = fn()
+    sync(out)
+    return Timed((time.perf_counter() - start) / n * 1e3, n)
+
+
+def time_each(fn, n: int, warmup: int = 1) -> tuple[Timed, object]:
+    """(median ms of `n` calls of `fn()`, each waited for, after `warmup` untimed ones; the last
+    result). The median: one slow call (a collection, another process) does not decide."""
+    out = None
+    for _ in range(warmup):
+        out = fn()
+        sync(out)
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        out = fn()
+        sync(out)
+        times.append(time.perf_counter() - start)
+    return Timed(statistics.median(times) * 1e3, n), out
