@@ -322,3 +322,16 @@ def test_a_malformed_experiment_file_is_left_out_with_a_note(copy_of):
     run = only_run(logdir)
     assert any("experiment field input_alone_ms malformed" in n for n in run["notes"])
     assert run["experiment"]["input_alone_ms"] is None and run["experiment"]["step_alone_ms"] == 3.0
+
+
+def test_evaluate_and_predict_calls_are_confirmed_too(tmp_path):
+    model = dense_model()
+    x, y = arrays(640)
+    cb = tftrace.TraceCallback(str(tmp_path), fit_steps=None, confirm=True)
+    model.evaluate(x, y, batch_size=32, verbose=0, callbacks=[cb])
+    model.predict(x, batch_size=32, verbose=0, callbacks=[cb])
+    assert [e.mode for e in cb.experiments] == ["evaluate", "predict"]
+    assert all(e.input_alone_ms > 0 and e.step_alone_ms > 0 for e in cb.experiments)
+    predict = {r.mode: r.experiment for r in tftrace.analyze(str(tmp_path)).runs}["predict"]
+    assert predict.predict_ms > 0 and predict.direct_call_ms > 0 and predict.fastest
+    assert predict.step_measured_ms > 0 and "On one batch: predict" in predict.statement

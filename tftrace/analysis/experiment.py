@@ -28,7 +28,13 @@ def interpret(raw: dict, steps: StepsSummary | None = None, bound: str = "") -> 
         return dataclasses.replace(exp, statement=f"the experiment failed: {exp.error}")
     if exp.kind == "predict" and exp.predict_ms:
         return _predict(exp, raw.get("correct", {}), bound)
-    return _step(exp, bound)
+    stepped = _step(exp, bound)
+    if not exp.predict_ms:
+        return stepped
+    # TraceCallback on predict: the calls compared on one batch, beside the step's figures.
+    calls = _predict(stepped, raw.get("correct", {}), "")
+    return dataclasses.replace(calls, leads=stepped.leads, confirmed=stepped.confirmed,
+                               statement=f"{stepped.statement}. On one batch: {calls.statement}")
 
 
 def _round(ms: float | None) -> float | None:
@@ -49,8 +55,9 @@ def _step(exp: Experiment, bound: str) -> Experiment:
     figures = "; ".join(x for x in (_ms("input alone", i, "per batch"), _ms("step alone", s, "per step"),
                                     _ms("measured", m, f"per step ({exp.measured_by})")) if x)
     if not (m and s is not None):
-        return dataclasses.replace(exp, statement=figures + ("; " if figures else "")
-                                   + "too little was timed to test the verdict")
+        missing = "no step time to compare with (`tftrace analyze` compares them with the trace's steps)" \
+            if s is not None else "the step could not be timed alone, so the verdict stands untested"
+        return dataclasses.replace(exp, statement=figures + ("; " if figures else "") + missing)
     # The measured step is the step, the wait for input, and time in neither. Input explains at
     # most its own time, and at most what the step alone leaves unexplained.
     wait = min(i, max(m - s, 0.0)) if i is not None else 0.0
