@@ -10,6 +10,8 @@ from tftrace.analysis.breakdown import event_classes, timeline
 from tftrace.analysis.eager import eager_layers
 from tftrace.analysis.findings import Context, diagnose
 from tftrace.analysis.input import input_pipeline
+from tftrace.analysis.memory import allocators
+from tftrace.analysis.memory_findings import memory_findings
 from tftrace.analysis.ops import op_stats, op_table
 from tftrace.analysis.overhead import overhead
 from tftrace.analysis.python import python_profile
@@ -23,6 +25,7 @@ from tftrace.analysis.verdict import verdict
 from tftrace.analysis.window import window_note
 from tftrace.report import Breakdown, RunReport, StepRow, StepsSummary
 from tftrace.events import Trace
+from tftrace.memory_report import Memory
 
 DEFAULT_TOP = 15
 _KERAS_MARKERS = {"train", "test", "predict", "profiled batch"}  # TraceCallback, tf.keras, Keras 3's TensorBoard
@@ -50,17 +53,28 @@ def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: s
     ctx = Context(timed, steps, tl, parts, ov, stats, table, pipeline, mode, eager, _loop(timed, steps, mode), python,
                   straggler(views))
     found = diagnose(ctx)
+    judged = verdict(parts, tl.wall_ps > 0, tl.device_busy is not None)
     return RunReport(
         path=trace.path, name=name, hosts=trace.hosts, devices=trace.devices, mode=mode, mode_source=mode_source,
         eager=eager, steps=_steps_summary(steps, tl, timed.hosts[0] if views else ""), breakdown=parts,
-        verdict=verdict(parts, tl.wall_ps > 0, tl.device_busy is not None), bottlenecks=found,
+        verdict=judged, bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
         notes=_notes(trace, steps, eager), host_op_ps=stats.host_self_ps, device_op_ps=stats.device_self_ps,
         per_host=host_rows(views), per_device=device_rows(trace),
         python=dataclasses.replace(python, rows=python.rows[:top] if top else python.rows),
         step_view=step_view(timed, tl.start, tl.dur, tl.idle, steps.numbers, classes[0]),
         cut_short=window_note(trace.sidecar, steps.count if steps.kind != "window" else 0),
+        memory=_memory(trace, steps, table, judged.bound, mode),
     )
+
+
+def _memory(trace: Trace, steps: Steps, table, bound: str, mode: str) -> Memory:
+    """Per allocator, the peak and what holds it, with the memory findings; steps only where the
+    trace found real ones (a whole window is no step)."""
+    real = steps.kind not in ("window", "none")
+    spans = (steps.starts, steps.ends, steps.numbers) if real else ((), (), ())
+    rows = allocators(trace, *spans, {e.name: e.layer for e in table if e.layer})
+    return Memory(rows, memory_findings(rows, bound, mode))
 
 
 def _host_view(trace: Trace) -> HostView:

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tftrace.render.fmt import PART_LABELS, ms, pct
+from tftrace.render.diff_memory import memory_cells, memory_table
 
 
 def render_diff(diff, fmt: str, color: bool = False) -> str:
@@ -56,6 +57,9 @@ def _text(diff, color: bool) -> str:
                           h.baseline_bound, h.candidate_bound, h.status)
         con.print()
         con.print(hosts)
+    if diff.memory:
+        con.print()
+        con.print(memory_table(diff.memory))
     for title, rows, with_type in (("Categories (ms per step)", diff.categories, False),
                                    ("Layers (ms per step)", diff.layers, False), ("Ops (ms per step)", diff.ops, True)):
         _delta_table(con, title, rows, with_type)
@@ -109,6 +113,9 @@ def _markdown(diff) -> str:
         out += _table(["host", "baseline ms", "candidate ms", "delta", "baseline bound", "candidate bound", "status"],
                       [(h.host, ms(h.baseline_ps), ms(h.candidate_ps), f"{h.delta_pct:+.1f}%", h.baseline_bound,
                         h.candidate_bound, h.status) for h in diff.hosts])
+    if diff.memory:
+        out += ["## Memory (peak bytes in use per allocator)", ""]
+        out += _table(*memory_cells(diff.memory))
     for title, rows in (("Categories", diff.categories), ("Layers", diff.layers), ("Ops", diff.ops)):
         out += [f"## {title} (ms per step)", ""]
         out += _table(["name", "type", "baseline", "candidate", "delta", "status"], [_row_cells(r) for r in rows]) \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tftrace.render.markdown_memory import memory_lines
 from tftrace.render.fmt import PART_LABELS, main_share_basis, ms, op_share_basis, params, pct, projection, where
 
 
@@ -89,5 +90,6 @@ def _run(run) -> list[str]:
     if run.input_pipeline.stages:
         out += ["### tf.data stages", ""] + _table(["stage", "self ms", "share"],
                                                    [(r.name, ms(r.self_ps), pct(r.share)) for r in run.input_pipeline.stages])
+    out += memory_lines(run.memory, _table, _cell)
     out += [f"- note: {_cell(n)}" for n in run.notes]
     return out + [""]
