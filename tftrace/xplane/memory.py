@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tftrace.xplane.stats import parsed_stats, stat_value
+from google.protobuf.message import DecodeError
+
+from tftrace.xplane.schema import XEvent
+from tftrace.xplane.stats import stat_value
 
 ALLOCATION, DEALLOCATION = "MemoryAllocation", "MemoryDeallocation"
 # Counters and sizes the allocator records with each event (-1 where absent).
@@ -16,26 +19,53 @@ _ALLOCATOR_IDS = ("allocator_name", "index_on_host", "device_ordinal")
 
 
 def memory_rows(line, rows: np.ndarray, is_alloc: np.ndarray, stat_names: dict) -> dict[str, np.ndarray]:
-    """The memory events `rows` of one decoded line as columns; their stats are parsed one by
-    one (memory events are a small share of a trace)."""
+    """The memory events `rows` of one decoded line as columns; their stats are parsed one event
+    at a time (memory events are a small share of a trace), into Python lists first: setting
+    numpy items one by one costs more than the parse."""
     n = len(rows)
-    out = {k: np.full(n, -1, np.int64) for k in INT_STATS}
-    out.update({k: np.full(n, "", object) for k in (*STR_STATS, "allocator")})
-    out["fragmentation"] = np.zeros(n, np.float64)
-    out["addr"] = np.zeros(n, np.uint64)
+    wanted = _wanted(stat_names)
+    values: dict[str, list] = {col: [default] * n for col, (_kind, default) in _COLUMNS.items()}
     for j, i in enumerate(rows.tolist()):
-        for st in parsed_stats(line.event(i)):
-            key = stat_names.get(st.metadata_id)
-            if key in INT_STATS or key == "addr":
-                value = stat_value(st, stat_names)
-                if isinstance(value, (int, float)):
-                    out[key][j] = int(value) & 0xFFFFFFFFFFFFFFFF if key == "addr" else int(value)
-            elif key in STR_STATS:
-                out[key][j] = str(stat_value(st, stat_names))
-            elif key == "fragmentation":
-                out[key][j] = float(stat_value(st, stat_names) or 0.0)
-            elif key in _ALLOCATOR_IDS:
-                out["allocator"][j] = str(stat_value(st, stat_names))
+        for st in _stats(line, i):
+            col = wanted.get(st.metadata_id)
+            if col is not None:
+                values[col][j] = stat_value(st, stat_names)
+    out = {col: _column(col, values[col]) for col in _COLUMNS}
     out["time_ps"] = line.start_ps[rows]
     out["alloc"] = is_alloc
     return out
+
+
+# Column -> (numpy type, value where the stat is absent).
+_COLUMNS = {**{k: (np.int64, -1) for k in INT_STATS}, **{k: (object, "") for k in STR_STATS},
+            "allocator": (object, ""), "fragmentation": (np.float64, 0.0), "addr": (np.uint64, 0)}
+
+
+def _wanted(stat_names: dict) -> dict[int, str]:
+    """Stat metadata id -> the column its value goes to."""
+    out = {}
+    for mid, name in stat_names.items():
+        if name in _COLUMNS and name != "allocator":
+            out[mid] = name
+        elif name in _ALLOCATOR_IDS:
+            out[mid] = "allocator"
+    return out
+
+
+def _column(col: str, values: list) -> np.ndarray:
+    kind, default = _COLUMNS[col]
+    if kind is object:
+        return np.array([str(v) if v is not None else "" for v in values], object)
+    if col == "addr":  # an address may use all 64 bits; signed stats wrap into them
+        return np.array([int(v) & 0xFFFFFFFFFFFFFFFF if isinstance(v, (int, float)) else 0 for v in values], np.uint64)
+    clean = [v if isinstance(v, (int, float)) else default for v in values]
+    return np.array(clean, kind) if kind is np.float64 else np.array([int(v) for v in clean], kind)
+
+
+def _stats(line, i: int):
+    """Event i's stats, parsed in one call (the whole event with its stats: faster than stat by
+    stat); a corrupt event has none."""
+    try:
+        return XEvent.FromString(line.event_bytes(i)).stats
+    except DecodeError:
+        return ()
