@@ -21,7 +21,7 @@ CHART_KINDS = ("steps", "ops", "layers", "categories")
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "main", "footer", "nav", "a", "section",
                 "div", "span", "h2", "h3", "h4", "p", "code", "dl", "dt", "dd", "ol", "ul", "li", "small", "b",
                 "strong", "i", "table", "thead", "tbody", "tr", "th", "td", "wbr", "svg", "g", "rect", "line",
-                "text"}
+                "text", "path", "circle"}  # path, circle: the memory timeline (inert shapes)
 
 
 @pytest.fixture(scope="module")

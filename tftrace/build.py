@@ -37,6 +37,7 @@ class TraceBuilder:
         self._lines: list[LineInfo] = []
         self._chunks: list[dict[str, np.ndarray]] = []
         self._stats: list[dict[str, np.ndarray]] = []
+        self._memory: list[dict[str, np.ndarray]] = []  # memory events' stats, per line that has any
         self._offset = 0
         self.hosts: list[str] = []
         self.profile_start_ns: dict[str, int] = {}  # host -> where its trace clock starts (Unix ns)
@@ -77,6 +78,10 @@ class TraceBuilder:
         self._stats.append(_sparse_stats(stats or {}, n, self._offset))
         self._offset += n
 
+    def add_memory(self, columns: dict[str, np.ndarray]) -> None:
+        """Memory events of the line added last, as columns (xplane/memory.py)."""
+        self._memory.append({**columns, "line": np.full(len(columns["time_ps"]), len(self._lines) - 1, np.int32)})
+
     def mark(self) -> tuple[int, int, int]:
         """A point to roll back to if the file being added turns out to be broken."""
         return len(self._lines), self._offset, len(self.hosts)
@@ -85,6 +90,7 @@ class TraceBuilder:
         """Forget the lines added since `mark` (names interned meanwhile stay, unused)."""
         lines, offset, hosts = mark
         del self._lines[lines:], self._chunks[lines:], self._stats[lines:], self.hosts[hosts:]
+        self._memory = [m for m in self._memory if m["line"][0] < lines]
         self._offset = offset
 
     def build(self) -> Trace:
@@ -102,7 +108,12 @@ class TraceBuilder:
         stats = {c: _concat([st[c] for st in self._stats]) for c in STAT_COLUMNS}
         return Trace(self.path, Columns(data), Columns(stats), names,
                      dict(self._ops), tuple(self._lines), tuple(self.hosts), self.format,
-                     profile_start_ns=dict(self.profile_start_ns))
+                     profile_start_ns=dict(self.profile_start_ns), memory=self._memory_table())
+
+    def _memory_table(self) -> Columns | None:
+        if not self._memory:
+            return None
+        return Columns({k: np.concatenate([m[k] for m in self._memory]) for k in self._memory[0]})
 
 
 def _concat(arrays: list[np.ndarray]) -> np.ndarray:

@@ -73,6 +73,20 @@ class ExperimentDelta:
 
 
 @dataclass(frozen=True)
+class MemoryDelta:
+    """One allocator's peak bytes in use, before and after (`status`: changed, added, removed)."""
+
+    allocator: str
+    baseline_bytes: int
+    candidate_bytes: int
+    delta_bytes: int
+    delta_pct: float
+    capacity_bytes: int  # the candidate's (else the baseline's); 0: not stated
+    candidate_share: float  # the candidate's peak, of capacity; 0 without one
+    status: str = "changed"
+
+
+@dataclass(frozen=True)
 class DiffReport:
     baseline: str
     candidate: str
@@ -90,6 +104,7 @@ class DiffReport:
     gate: Gate | None = None  # set by --fail-if-slower
     hosts: tuple[HostDelta, ...] = ()  # runs with several hosts: each host's step time, compared
     experiment: tuple[ExperimentDelta, ...] = ()  # figures timed apart (`confirm`), where either run has them
+    memory: tuple[MemoryDelta, ...] = ()  # peak bytes per allocator, matched by name
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict:

@@ -89,6 +89,7 @@ class Trace:
     profile_start_ns: dict = field(default_factory=dict)  # host -> Unix ns where its event times count from
     python_samples: dict | None = None  # Python stack samples saved beside the run (capture/sampler.py)
     experiment: dict | None = None  # figures an experiment saved beside the run (capture/experiment.py)
+    memory: Columns | None = None  # memory events and their allocator stats (xplane/memory.py), if any
 
     @property
     def devices(self) -> tuple[str, ...]:
@@ -102,8 +103,11 @@ class Trace:
 
     def on_lines(self, keep) -> np.ndarray:
         """Per event: does `keep(line_info)` hold for its line? (judged once per line)"""
-        table = np.array([bool(keep(ln)) for ln in self.lines] + [False], bool)
-        return table[self.events["line"]]
+        return self.on_lines_table(keep)[self.events["line"]]
+
+    def on_lines_table(self, keep) -> np.ndarray:
+        """Per line (and a last False): does `keep(line_info)` hold?"""
+        return np.array([bool(keep(ln)) for ln in self.lines] + [False], bool)
 
     def of_host(self, host: str) -> "Trace":
         """The events of one host's lines only (its threads and devices), as a Trace of its own."""
@@ -113,7 +117,10 @@ class Trace:
         new_row[rows] = np.arange(len(rows))
         stats = self.stats.take(keep[self.stats["event"]])
         stats = stats.replace(event=new_row[stats["event"]])
-        return dataclasses.replace(self, events=self.events.take(rows), stats=stats, hosts=(host,))
+        memory = self.memory
+        if memory is not None:  # its `line` column indexes `lines`, which every host keeps
+            memory = memory.take(self.on_lines_table(lambda ln: ln.host == host)[memory["line"]])
+        return dataclasses.replace(self, events=self.events.take(rows), stats=stats, hosts=(host,), memory=memory)
 
     def named(self, codes) -> np.ndarray:
         """Per event: is its name one of `codes`? (a table lookup: fast on millions of events)"""

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from tftrace.analysis.ops import CategoryRow, LayerRow, OpRow
 from tftrace.analysis.step_view import StepView
 from tftrace.errors import ReportError
+from tftrace.facts import Fact  # noqa: F401 - report.Fact is the name the findings use
+from tftrace.memory_report import Memory
 from tftrace.tables import TABLES  # noqa: F401 - report.TABLES names them too
 
 SCHEMA_VERSION = 1
@@ -84,15 +86,6 @@ class Experiment:
 
     def to_dict(self) -> dict:
         return _to_json(self)
-
-
-@dataclass(frozen=True)
-class Fact:
-    """One evidence item of a bottleneck: a label, and the number (or name) it states."""
-
-    label: str
-    value: float | int | str | None = None
-    unit: str = ""  # ms, %, or a count's noun
 
 
 @dataclass(frozen=True)
@@ -215,6 +208,7 @@ class RunReport:
     step_view: StepView = StepView()  # the median step's timeline, for the HTML report
     cut_short: str = ""  # a capture window that ended early (Ctrl-C, an error): by what, after how many steps
     experiment: Experiment | None = None  # figures timed apart after the capture, where one ran
+    memory: Memory = Memory()  # per allocator: the peak, what holds it, the room left; memory findings
 
 
 @dataclass(frozen=True)

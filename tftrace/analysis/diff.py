@@ -8,6 +8,7 @@ import re
 from tftrace.analysis.classify import LOSS_SCOPES, METRIC_SCOPES, OPTIMIZER_SCOPES, UNIQUE_SUFFIX
 from tftrace.analysis.gate import speed_gate
 from tftrace.analysis.stats import compare_steps
+from tftrace.analysis.memory_diff import memory_deltas
 from tftrace.diff_report import DiffReport, ExperimentDelta, HostDelta, PartDelta, RowDelta, StepTime, StepTimeDelta
 from tftrace.report import PARTS, RunReport
 
@@ -89,7 +90,7 @@ def diff_runs(base: RunReport, cand: RunReport, base_label: str, cand_label: str
     gate = speed_gate(step, fail_if_slower) if fail_if_slower is not None else None
     return DiffReport(base_label, cand_label, step, parts, ops, layers, cats, summary,
                       base.verdict.text, cand.verdict.text, notes, b_times, c_times, gate, _hosts(base, cand),
-                      _experiment(base, cand))
+                      _experiment(base, cand), memory_deltas(base.memory, cand.memory))
 
 
 def _experiment(base: RunReport, cand: RunReport) -> tuple[ExperimentDelta, ...]:

@@ -11,6 +11,8 @@ from tftrace.analysis.eager import eager_layers
 from tftrace.analysis.experiment import interpret, measured_verdict
 from tftrace.analysis.findings import Context, diagnose
 from tftrace.analysis.input import input_pipeline
+from tftrace.analysis.memory import allocators
+from tftrace.analysis.memory_findings import memory_findings
 from tftrace.analysis.ops import op_stats, op_table
 from tftrace.analysis.overhead import overhead
 from tftrace.analysis.python import python_profile
@@ -24,6 +26,7 @@ from tftrace.analysis.verdict import verdict
 from tftrace.analysis.window import window_note
 from tftrace.report import Breakdown, RunReport, StepRow, StepsSummary
 from tftrace.events import Trace
+from tftrace.memory_report import Memory
 
 DEFAULT_TOP = 15
 _KERAS_MARKERS = {"train", "test", "predict", "profiled batch"}  # TraceCallback, tf.keras, Keras 3's TensorBoard
@@ -63,7 +66,17 @@ def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: s
         python=dataclasses.replace(python, rows=python.rows[:top] if top else python.rows),
         step_view=step_view(timed, tl.start, tl.dur, tl.idle, steps.numbers, classes[0]),
         cut_short=window_note(trace.sidecar, steps.count if steps.kind != "window" else 0), experiment=experiment,
+        memory=_memory(trace, steps, table, judged.bound, mode),
     )
+
+
+def _memory(trace: Trace, steps: Steps, table, bound: str, mode: str) -> Memory:
+    """Per allocator, the peak and what holds it, with the memory findings; steps only where the
+    trace found real ones (a whole window is no step)."""
+    real = steps.kind not in ("window", "none")
+    spans = (steps.starts, steps.ends, steps.numbers) if real else ((), (), ())
+    rows = allocators(trace, *spans, {e.name: e.layer for e in table if e.layer})
+    return Memory(rows, memory_findings(rows, bound, mode))
 
 
 def _host_view(trace: Trace) -> HostView:

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tftrace.render.fmt import PART_LABELS, ms, pct
+from tftrace.render.diff_memory import memory_cells, memory_table
 
 
 def render_diff(diff, fmt: str, color: bool = False) -> str:
@@ -69,6 +70,9 @@ def _text(diff, color: bool) -> str:
             exp.add_row(*_experiment_cells(e))
         con.print()
         con.print(exp)
+    if diff.memory:
+        con.print()
+        con.print(memory_table(diff.memory))
     for title, rows, with_type in (("Categories (ms per step)", diff.categories, False),
                                    ("Layers (ms per step)", diff.layers, False), ("Ops (ms per step)", diff.ops, True)):
         _delta_table(con, title, rows, with_type)
@@ -125,6 +129,9 @@ def _markdown(diff) -> str:
     if diff.experiment:
         out += ["## Experiment (timed apart, ms)", ""]
         out += _table(["figure", "baseline", "candidate"], [_experiment_cells(e) for e in diff.experiment])
+    if diff.memory:
+        out += ["## Memory (peak bytes in use per allocator)", ""]
+        out += _table(*memory_cells(diff.memory))
     for title, rows in (("Categories", diff.categories), ("Layers", diff.layers), ("Ops", diff.ops)):
         out += [f"## {title} (ms per step)", ""]
         out += _table(["name", "type", "baseline", "candidate", "delta", "status"], [_row_cells(r) for r in rows]) \

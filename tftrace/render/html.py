@@ -5,6 +5,7 @@ from __future__ import annotations
 from tftrace.render.html_flame import flame_chart
 from tftrace.render.fmt import (PART_LABELS, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
                                 params, pct, projection, where)
+from tftrace.render.html_memory import memory_html
 from tftrace.render.html_charts import (LAYER_COLOR, PART_COLORS, category_color, esc,
                                         hbar_chart, step_chart)
 from tftrace.render.html_page import fragment, page
@@ -43,7 +44,8 @@ def _run(run, index: int) -> str:
     if run.error:
         parts.append(f'<div class="error"><strong>This run could not be read.</strong> {esc(run.error)}</div>')
     else:
-        parts += [_verdict(run), _bottlenecks(run.bottlenecks), _charts(run), _python(run), _tables(run), _notes(run)]
+        parts += [_verdict(run), _bottlenecks(run.bottlenecks), _charts(run), _python(run), _tables(run),
+                  memory_html(run.memory, run.steps.steps, _table, _rich), _notes(run)]
     return "\n".join(p for p in parts if p) + "\n</section>"
 
 

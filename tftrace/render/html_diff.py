@@ -9,6 +9,7 @@ from tftrace.render.html_diff_charts import (FASTER, SIDE_COLORS, SLOWER, breakd
                                              distribution_chart)
 from tftrace.render.html_page import fragment, page
 from tftrace.render.html_style import CSS
+from tftrace.render.diff_memory import memory_delta_html
 
 DIFF_CSS = CSS + """
 .sides { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 0 14px; }
@@ -36,6 +37,7 @@ def render_diff_fragment(diff) -> str:
 def _body(diff) -> str:
     sections = [_headline(diff), _gate(diff), _sides(diff), _distribution(diff), _breakdown(diff), _experiment(diff),
                 _hosts(diff),
+                memory_delta_html(diff.memory),
                 _deltas("Categories", "categories-delta", diff.categories),
                 _deltas("Layers", "layers-delta", diff.layers), _ops(diff), _notes(diff)]
     return ('<header class="top"><div class="wrap"><span class="brand">tftrace</span>'

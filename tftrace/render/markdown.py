@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tftrace.render.fmt import (PART_LABELS, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
                                 params, pct, projection, where)
+from tftrace.render.markdown_memory import memory_lines
 
 
 def _cell(text) -> str:
@@ -94,5 +95,6 @@ def _run(run) -> list[str]:
     if run.input_pipeline.stages:
         out += ["### tf.data stages", ""] + _table(["stage", "self ms", "share"],
                                                    [(r.name, ms(r.self_ps), pct(r.share)) for r in run.input_pipeline.stages])
+    out += memory_lines(run.memory, _table, _cell)
     out += [f"- note: {_cell(n)}" for n in run.notes]
     return out + [""]

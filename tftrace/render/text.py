@@ -12,6 +12,7 @@ from rich.table import Table
 
 from tftrace.render.fmt import (PART_LABELS, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
                                 params, pct, projection, tail, where)
+from tftrace.render.text_memory import memory_section
 
 WIDTH = 100  # fits a standard terminal; table cells never wrap over two lines at this width
 _INDENT = 2
@@ -83,6 +84,7 @@ def _run(console: Console, run) -> None:
             [(r.category, ms(r.self_ps), pct(r.share)) for r in run.categories])
     _simple(console, "tf.data stages (share of the pipeline's self time)", ("stage", "self ms", "share"),
             [(r.name, ms(r.self_ps), pct(r.share)) for r in run.input_pipeline.stages])
+    memory_section(console, run.memory, _simple)
     for note in run.notes:
         console.print(f"  [dim]note: {escape(note)}[/dim]")
 

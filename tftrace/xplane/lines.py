@@ -37,8 +37,12 @@ class Line(NamedTuple):
 
     def event(self, i: int):
         """Event i as a protobuf message (its stats as serialized bytes)."""
+        return XEventLazy.FromString(self.event_bytes(i))
+
+    def event_bytes(self, i: int) -> bytes:
+        """Event i's serialized bytes."""
         length, start = _varint(self.data, int(self.tags[i]) + 1)
-        return XEventLazy.FromString(self.data[start:start + length])
+        return self.data[start:start + length]
 
     def __len__(self) -> int:
         return len(self.tags)

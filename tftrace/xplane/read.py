@@ -14,6 +14,7 @@ from tftrace.xplane.lines import decode_line
 from tftrace.xplane.schema import XPlaneLazy, XSpaceLazy
 from tftrace.xplane import wire
 from tftrace.xplane.device import device_label, device_names
+from tftrace.xplane.memory import ALLOCATION, DEALLOCATION, memory_rows
 from tftrace.xplane.stats import parsed_stats, stat_value
 from tftrace.xplane.wire import Field, WireError, WireFile, fields
 
@@ -122,6 +123,8 @@ class _PlaneNames:
         self.op_codes = np.empty(n, np.int32) if on_device else self.codes
         self.want = np.zeros(n, bool)
         self.launch = np.zeros(n, bool)
+        self.memory = np.zeros(n, bool)  # memory events: their stats are read apart (xplane/memory.py)
+        self.alloc = np.zeros(n, bool)
         for i, k in enumerate(self.keys.tolist()):
             md = meta[k]
             # On a device, only events on its op lines are ops; derived lines repeat their time.
@@ -131,6 +134,8 @@ class _PlaneNames:
             else:
                 self.want[i] = md.name not in _NO_STATS and builder.op_of(self.codes[i]) is None
                 self.launch[i] = md.name.startswith(LAUNCH_PREFIXES)
+                self.memory[i] = md.name in (ALLOCATION, DEALLOCATION)
+                self.alloc[i] = md.name == ALLOCATION
         self.codes[-1] = self.op_codes[-1] = builder.intern("(unknown event)")
 
 
@@ -148,6 +153,10 @@ def _add_line(builder, info, line, names: "_PlaneNames", codes) -> None:
         wanted = names.launch[slot] | (names.want[slot] if info.role in _MARKER_ROLES else False)
         stats = _event_stats(builder, line, np.flatnonzero(wanted & line.has_stats), names.stat_names, n)
     builder.add_line(info, name, line.start_ps, line.duration_ps, stats)
+    if not info.on_device:
+        memory = np.flatnonzero(names.memory[slot])
+        if len(memory):
+            builder.add_memory(memory_rows(line, memory, names.alloc[slot[memory]], names.stat_names))
 
 
 def _slots(keys: np.ndarray, mid: np.ndarray) -> np.ndarray:

@@ -129,6 +129,7 @@ def _message(name: str, package: str = _PACKAGE):
 
 XSpace = _message("XSpace")
 XStat = _message("XStat")
+XEvent = _message("XEvent")  # with its stats parsed, for the few events whose every stat is read
 # For reading: events' stats arrive as serialized XStat bytes, parsed only where needed.
 XSpaceLazy = _message("XSpace", _LAZY_PACKAGE)
 XPlaneLazy = _message("XPlane", _LAZY_PACKAGE)
