@@ -281,3 +281,19 @@ def test_the_plugin_never_imports_tensorflow(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_hostile_run_names_stay_text(tmp_path):
+    from tensorboard.plugins.base_plugin import TBContext
+    from werkzeug.test import Client
+    from tftrace.tb_plugin.plugin import TftracePlugin
+    hostile = '<img src=x onerror="alert(1)">'
+    shutil.copytree(sample("augment", "flatten", "plugins", "profile", "run"),
+                    tmp_path / "plugins" / "profile" / hostile)
+    apps = TftracePlugin(TBContext(logdir=str(tmp_path))).get_plugin_apps()
+    assert Client(apps["/runs"]).get("/runs").get_json() == [hostile]
+    answer = Client(apps["/report"]).get("/report", query_string={"run": hostile})
+    assert answer.status_code == 200
+    page = answer.get_data(as_text=True)
+    assert hostile not in page and html.escape(hostile) in page
+    assert answer.headers["Content-Security-Policy"]  # TensorBoard's policy: no inline script runs

@@ -10,6 +10,7 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from tftrace.errors import TraceReadError
 from tftrace.tb_plugin.pages import message_page
 from tftrace.tb_plugin.results import Results
 from tftrace.tb_plugin.sessions import BadRunName, UnknownRun, find_sessions, has_sessions, lookup
@@ -18,6 +19,11 @@ PLUGIN_NAME = "tftrace"
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 STATIC_FILES = {"index.js": "application/javascript", "style.css": "text/css"}  # all it serves: no path from a URL
 INACTIVE_RECHECK_S = 5.0  # an empty logdir is walked again at most this often; once active, always active
+
+
+# Refused names, and a session folder removed between the lookup and the reading (TraceReadError:
+# "no such file or folder").
+_GONE = (BadRunName, UnknownRun, FileNotFoundError, TraceReadError)
 
 
 class TftracePlugin(base_plugin.TBPlugin):
@@ -60,7 +66,7 @@ class TftracePlugin(base_plugin.TBPlugin):
         try:
             session = lookup(self._logdir, request.args.get("run"))
             code, markup = self._results.report_page(session)
-        except (BadRunName, UnknownRun, FileNotFoundError) as e:
+        except _GONE as e:
             return _refusal(request, e)
         return http_util.Respond(request, markup, "text/html", code=code)
 
@@ -70,7 +76,7 @@ class TftracePlugin(base_plugin.TBPlugin):
             a = lookup(self._logdir, request.args.get("a"))
             b = lookup(self._logdir, request.args.get("b"))
             code, markup = self._results.diff_page(a, b)
-        except (BadRunName, UnknownRun, FileNotFoundError) as e:
+        except _GONE as e:
             return _refusal(request, e)
         return http_util.Respond(request, markup, "text/html", code=code)
 
