@@ -30,6 +30,16 @@ def _get(port: int, route: str):
         return json.loads(gzip.decompress(body) if r.headers.get("Content-Encoding") == "gzip" else body)
 
 
+def fetch(port: int, route: str) -> tuple[int, str]:
+    """(HTTP status, body as text) of a GET, error statuses included."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{route}", timeout=60) as r:
+            status, body, encoding = r.status, r.read(), r.headers.get("Content-Encoding")
+    except urllib.error.HTTPError as e:
+        status, body, encoding = e.code, e.read(), e.headers.get("Content-Encoding")
+    return status, (gzip.decompress(body) if encoding == "gzip" else body).decode("utf-8")
+
+
 def _wait_until(ready, proc, log_path: str, what: str):
     """Poll until `ready()` is truthy; TensorBoard answers before it has read the logdir."""
     deadline = time.monotonic() + SERVER_TIMEOUT_S

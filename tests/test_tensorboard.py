@@ -142,20 +142,11 @@ def test_tftrace_tensorboard_serves_on_localhost(served):
     with open(served.log_path) as f:
         log = f.read()
     assert f"http://127.0.0.1:{served.port}/" in log
+    assert f"open http://127.0.0.1:{served.port}/#tftrace " in log  # on tftrace's tab
     assert tb.serve_command("logs", 1)[-4:] == ["--host", "127.0.0.1", "--port", "1"]
 
 
 # --- the writer, without a server -------------------------------------------------------------
-
-def test_crc32c_matches_the_standard_and_tensorboard():
-    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
-    assert tb.crc32c_py(b"") == 0
-    assert tb.crc32c_py(b"123456789") == 0xE3069283  # the CRC-32C check value
-    assert tb.crc32c_py(bytes(32)) == 0x8A9136AA  # RFC 3720, B.4
-    data = os.urandom(5000)
-    assert tb.crc32c(data) == tb.crc32c_py(data)
-    assert tb.masked_crc32c(data) == masked_crc32c(data)
-
 
 def test_records_are_framed_as_tensorboard_frames_them(tmp_path):
     from tensorboard.summary.writer.record_writer import RecordWriter

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib.metadata
 import importlib.util
+import io
 import os
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from tftrace.errors import TftraceError
 
 RUN_DIR = "tftrace"  # the TensorBoard run beside the profiled ones: <logdir>/tftrace/
 TEXT_TAG = "tftrace/report"
+TAB = "tftrace"  # the tab's plugin name, tftrace.tb_plugin.plugin.PLUGIN_NAME (importing it would import TensorBoard)
 # (tag suffix, StepRow field, what it measures): one scalar series per part of the step time.
 STEP_SCALARS = (("step_time_ms", "dur_ps", "Step time"), ("input_ms", "input_ps", "Time waiting for input"),
                 ("compute_ms", "compute_ps", "Compute time"),
@@ -27,86 +27,32 @@ STEP_SCALARS = (("step_time_ms", "dur_ps", "Step time"), ("input_ms", "input_ps"
                 ("idle_ms", "idle_ps", "Idle time"))
 _EVENTS_PREFIX = "events.out.tfevents."
 _EVENTS_SUFFIX = ".tftrace"  # marks the event files tftrace wrote: the only ones it ever removes
-_CRC_MASK_DELTA = 0xA282EAD8
 
 
 class TensorBoardError(TftraceError):
     """TensorBoard summaries cannot be written, or TensorBoard cannot be started."""
 
 
-# --- TFRecord framing -------------------------------------------------------------------------
-
-def _crc32c_table() -> tuple[int, ...]:
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1  # Castagnoli polynomial, reflected
-        table.append(c)
-    return tuple(table)
-
-
-_TABLE = _crc32c_table()
-
-
-def crc32c_py(data: bytes) -> int:
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc = _TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-@functools.cache
-def _crc32c_impl():
-    """The C extension when installed: the pure-Python loop costs about 1 s per 10 MB."""
-    try:
-        import google_crc32c
-    except ImportError:
-        return crc32c_py
-    return lambda data: google_crc32c.value(bytes(data))
-
-
-def crc32c(data: bytes) -> int:
-    return _crc32c_impl()(data)
-
-
-def masked_crc32c(data: bytes) -> int:
-    crc = crc32c(data)
-    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _CRC_MASK_DELTA) & 0xFFFFFFFF
-
-
-def tfrecord(data: bytes) -> bytes:
-    """One TFRecord: uint64 length, masked CRC of the length, data, masked CRC of the data."""
-    header = struct.pack("<Q", len(data))
-    return header + struct.pack("<I", masked_crc32c(header)) + data + struct.pack("<I", masked_crc32c(data))
-
-
 # --- summaries --------------------------------------------------------------------------------
 
-def _protos():
-    """TensorBoard's own protos: they import neither TensorFlow nor TensorBoard's server."""
+def _writer():
+    """TensorBoard's own summary protos and record writer. Not its EventFileWriter: that one resolves
+    `tensorboard.compat.tf`, which imports TensorFlow when it is installed (seconds), and it writes
+    in place, where a running TensorBoard could read half a file."""
     try:
-        from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
+        from tensorboard.compat.proto import event_pb2, summary_pb2
+        from tensorboard.plugins.scalar.summary_v2 import scalar_pb
+        from tensorboard.plugins.text.summary_v2 import text_pb
+        from tensorboard.summary.writer.record_writer import RecordWriter
     except ImportError:
         raise TensorBoardError("the tensorboard package is not installed (pip install tensorboard); "
                                "pass --no-tensorboard to skip the summaries") from None
-    return types.SimpleNamespace(event=event_pb2, summary=summary_pb2, tensor=tensor_pb2,
-                                 shape=tensor_shape_pb2, dtypes=types_pb2)
+    return types.SimpleNamespace(event=event_pb2, summary=summary_pb2, scalar=scalar_pb, text=text_pb, records=RecordWriter)
 
 
-def _value(pb, tag: str, plugin: str, description: str, **tensor):
-    """A Summary.Value in the tensor form (TF2 `tf.summary`) that the scalars and text plugins read."""
-    metadata = pb.summary.SummaryMetadata(
-        summary_description=description,
-        plugin_data=pb.summary.SummaryMetadata.PluginData(plugin_name=plugin))  # content: version 0 = b""
-    return pb.summary.Summary.Value(tag=tag, metadata=metadata, tensor=pb.tensor.TensorProto(
-        tensor_shape=pb.shape.TensorShapeProto(), **tensor))
-
-
-def _text_event(pb, wall_time: float, markdown: str):
-    value = _value(pb, TEXT_TAG, "text", "tftrace's report on the profiled runs in this logdir",
-                   dtype=pb.dtypes.DT_STRING, string_val=[markdown.encode("utf-8")])
-    return pb.event.Event(wall_time=wall_time, step=0, summary=pb.summary.Summary(value=[value]))
+def _text_event(tb, wall_time: float, markdown: str):
+    summary = tb.text(TEXT_TAG, markdown, description="tftrace's report on the profiled runs in this logdir")
+    return tb.event.Event(wall_time=wall_time, step=0, summary=summary)
 
 
 def run_label(run) -> str:
@@ -119,7 +65,7 @@ def run_label(run) -> str:
     return "/".join(parts) or os.path.basename(os.path.normpath(run.path))
 
 
-def _step_events(pb, wall_time: float, run) -> list:
+def _step_events(tb, wall_time: float, run) -> list:
     """One event per step holding its times; none for windows (not steps) or unreadable runs."""
     steps = run.steps
     if run.error or not steps.count:
@@ -132,28 +78,31 @@ def _step_events(pb, wall_time: float, run) -> list:
     label = run_label(run)
     events = []
     for number, row in zip(numbers, steps.steps):
-        values = [_value(pb, f"{RUN_DIR}/{label}/{name}", "scalars",
-                         f"{what} of each step of profiled run '{label}', in ms (from tftrace)",
-                         dtype=pb.dtypes.DT_FLOAT, float_val=[getattr(row, field) / 1e9])
-                  for name, field, what in STEP_SCALARS]
-        events.append(pb.event.Event(wall_time=wall_time, step=number, summary=pb.summary.Summary(value=values)))
+        summary = tb.summary.Summary(value=[
+            tb.scalar(f"{RUN_DIR}/{label}/{name}", getattr(row, field) / 1e9,
+                      description=f"{what} of each step of profiled run '{label}', in ms (from tftrace)").value[0]
+            for name, field, what in STEP_SCALARS])
+        events.append(tb.event.Event(wall_time=wall_time, step=number, summary=summary))
     return events
 
 
 def encode_events(report, wall_time: float) -> bytes:
     """The whole event file: file_version first (as TensorBoard's writer does), then the summaries."""
     from tftrace.render.markdown import render_markdown
-    pb = _protos()
-    event_pb2 = pb.event
+    tb = _writer()
     # A session START tells a running TensorBoard to drop what it read from the file this one
     # replaces, instead of showing both.
-    events = [event_pb2.Event(wall_time=wall_time, file_version="brain.Event:2"),
-              event_pb2.Event(wall_time=wall_time, step=0,
-                              session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)),
-              _text_event(pb, wall_time, render_markdown(report))]
+    events = [tb.event.Event(wall_time=wall_time, file_version="brain.Event:2"),
+              tb.event.Event(wall_time=wall_time, step=0,
+                             session_log=tb.event.SessionLog(status=tb.event.SessionLog.START)),
+              _text_event(tb, wall_time, render_markdown(report))]
     for run in report.runs:
-        events += _step_events(pb, wall_time, run)
-    return b"".join(tfrecord(e.SerializeToString()) for e in events)
+        events += _step_events(tb, wall_time, run)
+    buffer = io.BytesIO()
+    records = tb.records(buffer)
+    for event in events:
+        records.write(event.SerializeToString())
+    return buffer.getvalue()
 
 
 # --- files ------------------------------------------------------------------------------------
@@ -214,15 +163,21 @@ def _remove_older(folder: str, keep: str) -> None:
 # --- serving ----------------------------------------------------------------------------------
 
 def serve_command(logdir: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", "127.0.0.1",
+    """TensorBoard with every installed plugin, tftrace's tab among them (see tftrace.tb_plugin.main)."""
+    return [sys.executable, "-m", "tftrace.tb_plugin.main", "--logdir", logdir, "--host", "127.0.0.1",
             "--port", str(port)]
+
+
+def tab_url(port: int) -> str:
+    """TensorBoard opened on tftrace's tab."""
+    return f"http://127.0.0.1:{port}/#{TAB}"
 
 
 def serve(logdir: str, port: int) -> None:
     """Run TensorBoard on 127.0.0.1:<port> in the foreground until it stops (Ctrl+C)."""
     if importlib.util.find_spec("tensorboard") is None:
         raise TensorBoardError("TensorBoard is not installed: pip install tensorboard tensorboard-plugin-profile")
-    print(f"tftrace: TensorBoard on {logdir} at http://127.0.0.1:{port}/ (Ctrl+C to stop)", file=sys.stderr, flush=True)
+    print(f"tftrace: TensorBoard on {logdir}: open {tab_url(port)} (Ctrl+C to stop)", file=sys.stderr, flush=True)
     if not importlib.metadata.entry_points(group="tensorboard_plugins", name="profile"):
         print("tftrace: note: the Profile tab needs the profile plugin (pip install tensorboard-plugin-profile)",
               file=sys.stderr, flush=True)
