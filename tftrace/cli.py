@@ -199,7 +199,8 @@ def _text_width(output: Optional[str]) -> int:
     except ValueError:
         columns = 0
     if columns <= 0 and output is None and sys.stdout.isatty():
-        columns = os.get_terminal_size(sys.stdout.fileno()).columns
+        with contextlib.suppress(OSError):  # a terminal that does not say its size
+            columns = os.get_terminal_size(sys.stdout.fileno()).columns
     return max(_MIN_WIDTH, columns) if columns > 0 else TEXT_WIDTH
 
 
