@@ -150,6 +150,7 @@ def bench_samples(repeats: int) -> dict[str, dict]:
         for sample in samples:
             runs.setdefault(sample, []).append(bench_command.run(bench_command.analyze_command(sample)))
         runs.setdefault("--help", []).append(bench_command.run(bench_command.help_command()))
+        runs.setdefault("analyze --help", []).append(bench_command.run(bench_command.help_command("analyze")))
         runs.setdefault("python", []).append(bench_command.run([sys.executable, "-c", "pass"]))
     return _medians(runs)
 

@@ -66,11 +66,12 @@ def analyze_command(path: str) -> list[str]:
     return [sys.executable, "-m", "tftrace", "analyze", path, "--format", "json", "--no-tensorboard"]
 
 
-def help_command() -> list[str]:
-    return [sys.executable, "-m", "tftrace", "--help"]
+def help_command(*command: str) -> list[str]:
+    return [sys.executable, "-m", "tftrace", *command, "--help"]
 
 
-# Runs the command and reports its time and peak RSS. A go-between, because a process's peak RSS
+# Runs the command and reports its time, its CPU time (user + system: less moved than wall time
+# when other jobs share the machine) and peak RSS. A go-between, because a process's peak RSS
 # (ru_maxrss) starts from that of the process it was forked from: a small launcher keeps a
 # large benchmark process from showing in the command's figure.
 _LAUNCHER = """import json, os, subprocess, sys, time
@@ -78,7 +79,8 @@ t0 = time.perf_counter()
 proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 err = proc.stderr.read()
 _pid, status, usage = os.wait4(proc.pid, 0)
-print(json.dumps({"seconds": time.perf_counter() - t0, "peak_mb": usage.ru_maxrss / 1024,
+print(json.dumps({"seconds": time.perf_counter() - t0, "cpu_seconds": usage.ru_utime + usage.ru_stime,
+                  "peak_mb": usage.ru_maxrss / 1024,
                   "code": os.waitstatus_to_exitcode(status), "stderr": err.decode(errors="replace")[-2000:]}))
 """
 
@@ -97,7 +99,7 @@ def run(argv: list[str]) -> dict:
 _IMPORTS = ("numpy", "pandas", "typer", "pydantic", "rich", "google.protobuf", "tftrace.xplane.read", "tftrace.api")
 
 
-def import_times(argv: list[str]) -> dict[str, float]:
+def import_times(argv: list[str], wanted: tuple[str, ...] = _IMPORTS) -> dict[str, float]:
     """Seconds spent importing, in all and in the first import of a few packages (each with
     what it imports first), from `python -X importtime`."""
     argv = [argv[0], "-X", "importtime", *argv[1:]]
@@ -110,6 +112,6 @@ def import_times(argv: list[str]) -> dict[str, float]:
         micros, depth, name = int(m.group(1)), len(m.group(2)), m.group(3)
         if depth == 1:  # top level: one space after the bar
             out["all"] += micros / 1e6
-        if name in _IMPORTS and name not in out:
+        if name in wanted and name not in out:
             out[name] = micros / 1e6
     return out

@@ -103,9 +103,10 @@ try:
     main()
 except SystemExit as e:
     assert not e.code, e.code
-# Start-up time: no TensorFlow, and no pandas or pydantic either (each costs more than the analysis).
+# Start-up time: no TensorFlow, and no pandas or pydantic either (each costs more than the analysis;
+# typer, the command line, would convert the arguments through pydantic: tftrace.cli_values does).
 bad = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'tensorboard_plugin_profile', 'xprof',
-                                                           'pandas', 'pydantic', 'typer'))
+                                                           'pandas', 'pydantic', 'pydantic_core'))
 assert not bad, bad
 print('clean', file=sys.stderr)
 """
@@ -145,3 +146,44 @@ def test_report_tables_as_dataframes():
     assert len(steps) == sum(len(r.steps.steps) for r in report.runs)
     trace = tftrace.load(FLATTEN)
     assert len(trace.events) > 1000 and {"line", "name", "start_ps", "dur_ps", "self_ps"} <= set(trace.events.columns)
+
+
+@pytest.mark.parametrize("args,says", [
+    (["analyze"], "Missing argument 'PATH'"),
+    (["analyze", FLATTEN, "--bogus"], "No such option: --bogus"),
+    (["analyze", FLATTEN, "--top", "0"], "0 is below 1"),
+    (["analyze", FLATTEN, "--top", "many"], "'many' is not a whole number"),
+    (["analyze", FLATTEN, "--ops", "gpu"], "'gpu' is not one of all, host, device"),
+    (["diff", FLATTEN], "Missing argument 'CANDIDATE'"),
+    (["capture", "127.0.0.1:1", "logs", "--duration-ms", "-5"], "-5 is below 1"),
+    (["tensorboard", "logs", "--port", "x"], "'x' is not a whole number"),
+    (["frobnicate"], "No such command 'frobnicate'"),
+])
+def test_usage_errors_are_one_line_with_exit_code_2(args, says):
+    proc = run_cli(*args)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert proc.stderr.startswith("tftrace: error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert says in proc.stderr and "--help" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_help_version_and_bare_command():
+    top = run_cli("--help", check=True).stdout
+    assert all(name in top for name in ("analyze", "diff", "capture", "tensorboard", "--install-completion",
+                                        "--show-completion"))
+    assert run_cli(check=True).stdout == top  # bare `tftrace`: the help, exit 0
+    assert run_cli("-h", check=True).stdout == top
+    analyze_help = run_cli("analyze", "--help", check=True).stdout
+    for option in ("--format", "--top", "--output", "--table", "--no-tensorboard", "--ops", "[default: 15"):
+        assert option in analyze_help, option
+    assert "--fail-if-slower" in run_cli("diff", "--help", check=True).stdout
+    import tftrace
+    assert run_cli("--version", check=True).stdout.strip() == tftrace.__version__
+
+
+def test_shell_completion_completes_commands_and_options():
+    script = run_cli("--show-completion", "bash", check=True).stdout
+    assert "_TFTRACE_COMPLETE" in script and "complete " in script
+    env = {"_TFTRACE_COMPLETE": "complete_bash", "COMP_WORDS": "tftrace an", "COMP_CWORD": "1"}
+    assert run_cli(env=env, check=True).stdout.split() == ["analyze"]
+    env = {"_TFTRACE_COMPLETE": "complete_bash", "COMP_WORDS": "tftrace analyze x --no", "COMP_CWORD": "3"}
+    assert "--no-tensorboard" in run_cli(env=env, check=True).stdout.split()

@@ -1,107 +1,185 @@
-"""The `tftrace` command: glue only (resolve paths, load, analyze, render, write).
+"""The `tftrace` command, a typer app: glue only (resolve paths, load, analyze, render, write)."""
 
-Built on the standard library's argparse: a command-line framework that coerces arguments
-through pydantic (typer does) costs more start-up than analysing a small trace.
-"""
+# No `from __future__ import annotations`: typer reads the options from these annotations.
 
-from __future__ import annotations
-
-import argparse
 import contextlib
+import functools
 import os
 import sys
+from typing import Annotated, Literal, Optional
+
+import typer
 
 from tftrace.render import DIFF_FORMATS, FORMATS
 from tftrace.tables import TABLES
 
-_SIDES = ("all", "host", "device")
+# Literal choices: typer checks them and lists them in --help, with no Enum to convert back.
+Format = Literal[FORMATS]
+DiffFormat = Literal[DIFF_FORMATS]
+Table = Literal[(*TABLES, "all")]
+Side = Literal["all", "host", "device"]
+
+TEXT_WIDTH = 100  # the text report's width when it goes neither to a terminal nor COLUMNS says
+_MIN_WIDTH = 60  # narrower, the tables' numbers would not fit beside a name
+
+# Plain help (rich_markup_mode=None): typer's rich help imports rich's Markdown, Syntax and
+# Traceback (markdown-it, pygments), 0.17 s here, which alone would take `--help` past 0.2 s.
+app = typer.Typer(
+    name="tftrace", help="Find where a TensorFlow/Keras run spends its time, from profiler traces.",
+    context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True,
+    rich_markup_mode=None, pretty_exceptions_enable=False, add_completion=True)
 
 
 class CommandError(Exception):
     """A one-line error for the user: printed as `tftrace: error: ...`, exit code 2."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, not argparse's usage block
-        raise CommandError(f"{message} (see {self.prog} --help)")
+def _command(name: str, help: str):
+    """Register a command whose Ctrl-C ends it with one line and exit code 130, as before
+    (typer would turn the interrupt into a silent exit)."""
+    def register(fn):
+        @functools.wraps(fn)
+        def guarded(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except KeyboardInterrupt:
+                _warn("interrupted")
+                raise typer.Exit(130) from None
+        return app.command(name, help=help, short_help=help.split(". ")[0].rstrip("."))(guarded)
+    return register
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is below 1")
-    return value
+def _version(value: bool) -> None:
+    if value:
+        from tftrace import __version__
+        print(__version__)
+        raise typer.Exit()
 
 
-def _parser() -> argparse.ArgumentParser:
-    from tftrace import __version__
-    top = _Parser(prog="tftrace", description="Find where a TensorFlow/Keras run spends its time, from "
-                                              "profiler traces.")
-    top.add_argument("--version", action="version", version=__version__, help="Print the version and exit.")
-    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    p = sub.add_parser("analyze", help="Rank where the time goes in each profiled run under PATH.",
-                       description="Rank where the time goes in each profiled run under PATH.")
-    p.add_argument("path", help="A logdir, a run folder, or one *.xplane.pb / *.trace.json[.gz] file.")
-    p.add_argument("--format", "-f", dest="fmt", default="text", choices=FORMATS, metavar="FORMAT",
-                   help=f"Output format: {', '.join(FORMATS)} (default text).")
-    p.add_argument("--top", "-n", type=_positive, default=15, help="How many ops, layers and categories to list.")
-    p.add_argument("--output", "-o", help="Write to this file instead of stdout.")
-    p.add_argument("--table", default="ops", choices=(*TABLES, "all"), metavar="TABLE",
-                   help=f"With --format csv: {', '.join(TABLES)}, or all (one file each: OUTPUT_<table>.csv).")
-    p.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=True,
-                   help="Also write the results into the logdir as a TensorBoard run (default on).")
-    p.add_argument("--ops", default="all", choices=_SIDES, metavar="SIDE",
-                   help="Which ops the op table lists: all, host or device (shares stay of all op time).")
-    p.set_defaults(run=_analyze)
-
-    p = sub.add_parser("diff", help="Did the candidate make steps faster, and what moved?",
-                       description="Did the candidate make steps faster, and which ops, layers and categories "
-                                   "moved?")
-    p.add_argument("baseline", help="Baseline: a logdir, run folder, trace file or saved JSON report.")
-    p.add_argument("candidate", help="Candidate: the same kinds.")
-    p.add_argument("--format", "-f", dest="fmt", default="text", choices=DIFF_FORMATS, metavar="FORMAT",
-                   help=f"Output format: {', '.join(DIFF_FORMATS)} (default text).")
-    p.add_argument("--top", "-n", type=_positive, default=20, help="How many ops, layers and categories to list.")
-    p.add_argument("--output", "-o", help="Write to this file instead of stdout.")
-    p.add_argument("--fail-if-slower", metavar="PCT",
-                   help="CI speed gate: exit 1 if the candidate's median step time is slower by more than PCT "
-                        "percent and the change is significant (Mann-Whitney U); the reason goes to stderr.")
-    p.set_defaults(run=_diff)
-
-    p = sub.add_parser("capture", help="Capture running profiler servers at once into one run.",
-                       description="Capture running profiler servers at the same time into one run with a file "
-                                   "per host. Start a server in each worker first: "
-                                   "tf.profiler.experimental.server.start(6009), or "
-                                   "TraceCallback(..., server_port=6009).")
-    p.add_argument("addresses", help="Profiler servers to capture, host:port[,host:port...] (one per worker).")
-    p.add_argument("logdir", help="The logdir to write the run into (plugins/profile/<run>/).")
-    p.add_argument("--duration-ms", type=_positive, default=2000, help="How long to trace, in milliseconds.")
-    p.add_argument("--python-tracer", action="store_true",
-                   help="Also record Python function calls (main thread only; slows the workers while tracing).")
-    p.set_defaults(run=_capture)
-
-    p = sub.add_parser("tensorboard", help="Start TensorBoard on LOGDIR (Profile tab and tftrace's summaries).",
-                       description="Start TensorBoard on LOGDIR (Profile tab and tftrace's summaries).")
-    p.add_argument("logdir", help="The logdir to show.")
-    p.add_argument("--port", type=_positive, default=6006, help="Port on 127.0.0.1.")
-    p.set_defaults(run=_tensorboard)
-    return top
+@app.callback()
+def _top(ctx: typer.Context,
+         version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                               help="Print the version and exit.")] = False) -> None:
+    if ctx.invoked_subcommand is None:  # bare `tftrace`: the help, and success
+        print(ctx.get_help())
+        raise typer.Exit()
 
 
-def _write(text: str, output: str | None) -> None:
+PathArg = Annotated[str, typer.Argument(metavar="PATH", show_default=False,
+                                        help="A logdir, a run folder, or one *.xplane.pb / *.trace.json[.gz] file.")]
+OutputOpt = Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE", show_default=False,
+                                                  help="Write to this file instead of stdout (whole or not at all).")]
+
+
+@_command("analyze", "Rank where the time goes in each profiled run under PATH.")
+def _analyze(
+    path: PathArg,
+    fmt: Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT",
+                                        help=f"Output format: {', '.join(FORMATS)}.")] = "text",
+    top: Annotated[int, typer.Option("--top", "-n", min=1, metavar="N", help="How many ops, layers and categories to list.")] = 15,
+    output: OutputOpt = None,
+    table: Annotated[Table, typer.Option("--table", metavar="TABLE", help=f"With --format csv: {', '.join(TABLES)}, "
+                                         "or all (one file each: OUTPUT_<table>.csv).")] = "ops",
+    tensorboard: Annotated[bool, typer.Option("--tensorboard/--no-tensorboard", help="Also write the results into "
+                                              "the logdir as a TensorBoard run.")] = True,
+    ops: Annotated[Side, typer.Option("--ops", metavar="SIDE", help="Which ops the op table lists: all, host or "
+                                      "device (shares stay of all op time).")] = "all",
+) -> int:
+    from tftrace.api import analyze
+    from tftrace.malloc import keep_freed_memory
+    from tftrace.render import render
+    if fmt == "csv" and table == "all" and output is None:
+        raise CommandError("--table all writes one file per table: give --output (a file name to derive them from)")
+    keep_freed_memory()
+    with _progress() as progress:
+        report = analyze(path, top=top, progress=progress, ops=ops)
+    if fmt == "csv" and table == "all":
+        stem = output[:-4] if output.endswith(".csv") else output
+        for name in TABLES:
+            _write(render(report, "csv", table=name), f"{stem}_{name}.csv")
+    elif fmt == "text":
+        _write(render(report, "text", color=_color(output), width=_text_width(output)), output)
+    else:
+        _write(render(report, fmt, table=table), output)
+    if tensorboard and os.path.isdir(path):
+        _write_tensorboard(path, report)
+    return 0
+
+
+@_command("diff", "Did the candidate make steps faster, and which ops, layers and categories moved?")
+def _diff(
+    baseline: Annotated[str, typer.Argument(metavar="BASELINE", show_default=False,
+                                            help="A logdir, run folder, trace file or saved JSON report.")],
+    candidate: Annotated[str, typer.Argument(metavar="CANDIDATE", show_default=False,
+                                             help="The same kinds.")],
+    fmt: Annotated[DiffFormat, typer.Option("--format", "-f", metavar="FORMAT",
+                                            help=f"Output format: {', '.join(DIFF_FORMATS)}.")] = "text",
+    top: Annotated[int, typer.Option("--top", "-n", min=1, metavar="N", help="How many ops, layers and categories to list.")] = 20,
+    output: OutputOpt = None,
+    fail_if_slower: Annotated[Optional[str], typer.Option(
+        "--fail-if-slower", metavar="PCT", show_default=False,
+        help="CI speed gate: exit 1 if the candidate's median step time is slower by more than PCT percent and the "
+             "change is significant (Mann-Whitney U); the reason goes to stderr.")] = None,
+) -> int:
+    from tftrace.api import diff
+    from tftrace.malloc import keep_freed_memory
+    from tftrace.render.diff import render_diff
+    keep_freed_memory()
+    result = diff(baseline, candidate, top=top, fail_if_slower=fail_if_slower)
+    if fmt == "text":
+        _write(render_diff(result, "text", color=_color(output), width=_text_width(output)), output)
+    else:
+        _write(render_diff(result, fmt), output)
+    if result.gate is None:
+        return 0
+    _warn(f"speed gate {result.gate.reason}")
+    return 1 if result.gate.failed else 0
+
+
+@_command("capture", "Capture running profiler servers at the same time into one run with a file per host. "
+                     "Start a server in each worker first: tf.profiler.experimental.server.start(6009), or "
+                     "TraceCallback(..., server_port=6009).")
+def _capture(
+    addresses: Annotated[str, typer.Argument(metavar="ADDRESSES", help="Profiler servers to capture, host:port[,host:port...] "
+                                             "(one per worker).", show_default=False)],
+    logdir: Annotated[str, typer.Argument(metavar="LOGDIR", help="The logdir to write the run into (plugins/profile/<run>/).",
+                                          show_default=False)],
+    duration_ms: Annotated[int, typer.Option("--duration-ms", min=1, metavar="MS", help="How long to trace, in milliseconds.")]
+    = 2000,
+    python_tracer: Annotated[bool, typer.Option("--python-tracer", help="Also record Python function calls (main "
+                                                "thread only; slows the workers while tracing).")] = False,
+) -> int:
+    from tftrace.capture.remote import capture, parse_addresses
+    result = capture(parse_addresses(addresses), logdir, duration_ms, python_tracer)
+    for address, why in sorted(result.failed.items()):
+        _warn(f"warning: {address}: {why}; captured the others")
+    print(f"captured {len(result.captured)} host(s) ({', '.join(result.captured)}) into {result.run_dir}")
+    print(f"next: tftrace analyze {result.run_dir}")
+    return 0
+
+
+@_command("tensorboard", "Start TensorBoard on LOGDIR (Profile tab and tftrace's summaries).")
+def _tensorboard(
+    logdir: Annotated[str, typer.Argument(metavar="LOGDIR", help="The logdir to show.", show_default=False)],
+    port: Annotated[int, typer.Option("--port", min=1, metavar="PORT", help="Port on 127.0.0.1.")] = 6006,
+) -> int:
+    from tftrace.tensorboard import serve
+    if not os.path.isdir(logdir):
+        raise CommandError(f"{logdir}: no such folder")
+    serve(logdir, port)
+    return 0
+
+
+def _write(text: str, output: Optional[str]) -> None:
     if output is None:
         sys.stdout.write(text)
         return
+    from tftrace.atomic import write_text
     from tftrace.logdir import is_trace_file
     if is_trace_file(output):
         raise CommandError(f"{output}: refusing to overwrite a trace file; choose another --output")
     try:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_text(output, text)
     except OSError as e:
         raise CommandError(f"{output}: cannot write: {e.strerror or e}") from None
 
@@ -110,57 +188,20 @@ def _warn(message: str) -> None:
     print(f"tftrace: {message}", file=sys.stderr)
 
 
-def _analyze(args) -> int:
-    from tftrace.api import analyze
-    from tftrace.malloc import keep_freed_memory
-    from tftrace.render import render
-    if args.fmt == "csv" and args.table == "all" and args.output is None:
-        raise CommandError("--table all writes one file per table: give --output (a file name to derive them from)")
-    keep_freed_memory()
-    with _progress() as progress:
-        report = analyze(args.path, top=args.top, progress=progress, ops=args.ops)
-    color = args.output is None and args.fmt == "text" and sys.stdout.isatty()
-    if args.fmt == "csv" and args.table == "all":
-        stem = args.output[:-4] if args.output.endswith(".csv") else args.output
-        for name in TABLES:
-            _write(render(report, "csv", table=name), f"{stem}_{name}.csv")
-    else:
-        _write(render(report, args.fmt, table=args.table, color=color), args.output)
-    if args.tensorboard and os.path.isdir(args.path):
-        _write_tensorboard(args.path, report)
-    return 0
+def _color(output: Optional[str]) -> bool:
+    return output is None and sys.stdout.isatty()
 
 
-def _diff(args) -> int:
-    from tftrace.api import diff
-    from tftrace.malloc import keep_freed_memory
-    from tftrace.render.diff import render_diff
-    keep_freed_memory()
-    result = diff(args.baseline, args.candidate, top=args.top, fail_if_slower=args.fail_if_slower)
-    color = args.output is None and args.fmt == "text" and sys.stdout.isatty()
-    _write(render_diff(result, args.fmt, color=color), args.output)
-    if result.gate is None:
-        return 0
-    _warn(f"speed gate {result.gate.reason}")
-    return 1 if result.gate.failed else 0
-
-
-def _capture(args) -> int:
-    from tftrace.capture.remote import capture, parse_addresses
-    result = capture(parse_addresses(args.addresses), args.logdir, args.duration_ms, args.python_tracer)
-    for address, why in sorted(result.failed.items()):
-        _warn(f"warning: {address}: {why}; captured the others")
-    print(f"captured {len(result.captured)} host(s) ({', '.join(result.captured)}) into {result.run_dir}")
-    print(f"next: tftrace analyze {result.run_dir}")
-    return 0
-
-
-def _tensorboard(args) -> int:
-    from tftrace.tensorboard import serve
-    if not os.path.isdir(args.logdir):
-        raise CommandError(f"{args.logdir}: no such folder")
-    serve(args.logdir, args.port)
-    return 0
+def _text_width(output: Optional[str]) -> int:
+    """COLUMNS if set, else the terminal's width, else 100 (a pipe or a file)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0 and output is None and sys.stdout.isatty():
+        with contextlib.suppress(OSError):  # a terminal that does not say its size
+            columns = os.get_terminal_size(sys.stdout.fileno()).columns
+    return max(_MIN_WIDTH, columns) if columns > 0 else TEXT_WIDTH
 
 
 @contextlib.contextmanager
@@ -196,25 +237,38 @@ def _write_tensorboard(logdir: str, report) -> None:
     _warn(f"TensorBoard summaries in {where} (tftrace tensorboard {logdir})")
 
 
-def run(argv: list[str] | None = None) -> int:
+def _usage_error(e) -> str:
+    """Click's message on one line, pointing at the help of the command it concerns."""
+    message = " ".join(e.format_message().split())
+    where = e.ctx.command_path if getattr(e, "ctx", None) is not None else "tftrace"
+    return f"{message} (see {where} --help)"
+
+
+def run(argv: Optional[list] = None) -> int:
     """Run one command; returns its exit code (0 fine, 1 speed gate failed, 2 bad input)."""
+    from tftrace.cli_values import install
     from tftrace.errors import TftraceError
-    parser = _parser()
+    command = typer.main.get_command(app)
+    install(command)  # typer would import pydantic to convert the values: 0.1 s
     try:
-        args = parser.parse_args(argv)
-        if args.command is None:
-            parser.print_help()
-            return 0
-        return args.run(args)
+        # standalone_mode=False: usage errors come back here as exceptions instead of typer's
+        # boxed panels, so every error is one line; --help, --version and completion return 0.
+        code = command.main(args=argv, prog_name="tftrace", standalone_mode=False)
+    except typer.TyperException as e:  # a wrong option, a missing argument, a bad value
+        print(f"tftrace: error: {_usage_error(e)}", file=sys.stderr)
+        return 2
     except (CommandError, TftraceError) as e:
         print(f"tftrace: error: {e}", file=sys.stderr)
         return 2
+    except typer.Abort:  # end of input at a prompt typer itself asked (completion install)
+        return 1
+    return code if isinstance(code, int) else 0
 
 
 def main() -> None:
     try:
         code = run()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # while the arguments were still being read
         print("tftrace: interrupted", file=sys.stderr)
         code = 130
     sys.exit(code)

@@ -11,9 +11,11 @@ from rich.table import Table
 
 from tftrace.render.fmt import PART_LABELS, ms, pct
 from tftrace.render.diff_memory import memory_cells, memory_table
+from tftrace.render.wrap import labelled, say
 
 
-def render_diff(diff, fmt: str, color: bool = False) -> str:
+def render_diff(diff, fmt: str, color: bool = False, width: int = 120) -> str:
+    """The comparison in one format; text fits `width` columns (the command line passes the terminal's)."""
     if fmt == "json":
         return json.dumps(diff.to_dict(), indent=2) + "\n"
     if fmt == "markdown":
@@ -21,7 +23,7 @@ def render_diff(diff, fmt: str, color: bool = False) -> str:
     if fmt == "html":
         from tftrace.render.html_diff import render_diff_html
         return render_diff_html(diff)
-    return _text(diff, color)
+    return _text(diff, color, width)
 
 
 def _signed_ms(ps: int) -> str:
@@ -37,14 +39,17 @@ def _experiment_cells(e) -> tuple[str, str, str]:
             *("-" if v is None else f"{v:.2f}" for v in (e.baseline, e.candidate)))
 
 
-def _text(diff, color: bool) -> str:
+def _text(diff, color: bool, width: int) -> str:
     buf = io.StringIO()
-    con = Console(file=buf, width=120, force_terminal=color, color_system="auto" if color else None, highlight=False)
+    con = Console(file=buf, width=width, force_terminal=color, color_system="auto" if color else None, highlight=False)
     st = diff.step_time
-    con.print(f"[bold]Baseline[/bold]  {escape(diff.baseline)}\n[bold]Candidate[/bold] {escape(diff.candidate)}")
-    con.print(f"\n[bold]{escape(diff.summary)}[/bold]\n")
-    con.print(f"  median step time: {ms(st.baseline_ps)} ms -> {ms(st.candidate_ps)} ms ({st.delta_pct:+.1f}%), "
-              f"{'significant' if st.significant else 'not significant'}: {escape(st.test)}")
+    labelled(con, "[bold]Baseline[/bold]  ", escape(diff.baseline))
+    labelled(con, "[bold]Candidate[/bold] ", escape(diff.candidate))
+    con.print()
+    say(con, f"[bold]{escape(diff.summary)}[/bold]")
+    con.print()
+    labelled(con, "median step time: ", f"{ms(st.baseline_ps)} ms -> {ms(st.candidate_ps)} ms ({st.delta_pct:+.1f}%), "
+             f"{'significant' if st.significant else 'not significant'}: {escape(st.test)}", 2)
     table = Table(title="Step time breakdown (per step)", title_justify="left", show_edge=False)
     for col in ("part", "baseline", "candidate", "delta", "baseline ms", "candidate ms"):
         table.add_column(col, justify="left" if col == "part" else "right")
@@ -77,7 +82,7 @@ def _text(diff, color: bool) -> str:
                                    ("Layers (ms per step)", diff.layers, False), ("Ops (ms per step)", diff.ops, True)):
         _delta_table(con, title, rows, with_type)
     for note in diff.notes:
-        con.print(f"  [dim]note: {escape(note)}[/dim]")
+        labelled(con, "[dim]note:[/dim] ", f"[dim]{escape(note)}[/dim]", 2)
     return buf.getvalue()
 
 

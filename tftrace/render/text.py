@@ -1,4 +1,4 @@
-"""Terminal text: verdict, breakdown and bottlenecks first, then ranked tables (rich)."""
+"""Terminal text: verdict, breakdown and bottlenecks first, then ranked tables (rich), at any width."""
 
 from __future__ import annotations
 
@@ -13,12 +13,15 @@ from rich.table import Table
 from tftrace.render.fmt import (PART_LABELS, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
                                 params, pct, projection, tail, where)
 from tftrace.render.text_memory import memory_section
+from tftrace.render.wrap import labelled, say
 
-WIDTH = 100  # fits a standard terminal; table cells never wrap over two lines at this width
+WIDTH = 100  # the default; the command line passes the terminal's width
 _INDENT = 2
+_ROOMY = 100  # from this width on, table columns keep a blank column of padding each side of their divider
 
 
 def render_text(report, color: bool = False, width: int = WIDTH, **_options) -> str:
+    """Every line fits `width` columns: long lines wrap under their label, table cells are cut."""
     buf = io.StringIO()
     console = Console(file=buf, width=width, force_terminal=color, color_system="auto" if color else None,
                       highlight=False, emoji=False)
@@ -26,42 +29,45 @@ def render_text(report, color: bool = False, width: int = WIDTH, **_options) -> 
         if i:
             console.print()
         _run(console, run)
-    return buf.getvalue()
+    if color:
+        return buf.getvalue()
+    return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())  # rich pads table cells
 
 
 def _experiment(console: Console, exp) -> None:
     if exp is None:
         return
-    console.print(f"  [bold]{escape(experiment_head(exp))}:[/bold] {escape(exp.statement)}")
+    labelled(console, f"[bold]{escape(experiment_head(exp))}:[/bold] ", escape(exp.statement), _INDENT)
     for line in experiment_skipped(exp):
-        console.print(f"    [dim]{escape(line)}[/dim]")
+        say(console, f"[dim]{escape(line)}[/dim]", _INDENT + 2)
 
 
 def _run(console: Console, run) -> None:
-    console.print(f"[bold]Run {escape(run.name)}[/bold]  ({escape(run.path)})")
+    labelled(console, "[bold]Run[/bold] ", f"[bold]{escape(run.name)}[/bold]  ({escape(run.path)})")
     if run.error:
-        console.print(f"  [red]could not be read:[/red] {escape(run.error)}")
+        labelled(console, "[red]could not be read:[/red] ", escape(run.error), _INDENT)
         return
     where = ", ".join(run.devices) or "host (CPU) only"
     mode = run.mode + (f" (from {run.mode_source})" if run.mode_source else "")
-    console.print(f"  hosts: {escape(', '.join(run.hosts))}   devices: {escape(where)}   mode: {escape(mode)}"
-                  + ("   [yellow]eager execution[/yellow]" if run.eager else ""))
+    labelled(console, "hosts: ", f"{escape(', '.join(run.hosts))}   devices: {escape(where)}   mode: {escape(mode)}"
+             + ("   [yellow]eager execution[/yellow]" if run.eager else ""), _INDENT)
     st = run.steps
     if st.count:
-        console.print(f"  steps: {st.count} (from {escape(st.source)}), mean {ms(st.mean_ps)} ms, "
-                      f"median {ms(st.median_ps)} ms")
+        labelled(console, "steps: ", f"{st.count} (from {escape(st.source)}), mean {ms(st.mean_ps)} ms, "
+                 f"median {ms(st.median_ps)} ms", _INDENT)
     else:
-        console.print(f"  steps: none found ({escape(st.source)})")
+        labelled(console, "steps: ", f"none found ({escape(st.source)})", _INDENT)
     if st.note:
-        console.print(f"  [dim]{escape(st.note)}[/dim]")
+        say(console, f"[dim]{escape(st.note)}[/dim]", _INDENT)
     if run.cut_short:
-        console.print(f"  [yellow]cut short:[/yellow] {escape(run.cut_short)}")
+        labelled(console, "[yellow]cut short:[/yellow] ", escape(run.cut_short), _INDENT)
     b = run.breakdown
     if any((b.input, b.compute, b.host_overhead, b.idle)):
         parts = "   ".join(f"{PART_LABELS[k]} {pct(getattr(b, k))}" for k in PART_LABELS)
-        console.print(f"  step time: {parts}")
+        labelled(console, "step time: ", parts, _INDENT)
     if run.verdict.text:
-        console.print(f"\n  [bold]Verdict ({run.verdict.bound}):[/bold] {escape(run.verdict.text)}")
+        console.print()
+        labelled(console, f"[bold]Verdict ({run.verdict.bound}):[/bold] ", escape(run.verdict.text), _INDENT)
     _experiment(console, run.experiment)
     _bottlenecks(console, run.bottlenecks)
     _simple(console, "Hosts (each host's own steps; the slowest sets the step time)",
@@ -86,7 +92,7 @@ def _run(console: Console, run) -> None:
             [(r.name, ms(r.self_ps), pct(r.share)) for r in run.input_pipeline.stages])
     memory_section(console, run.memory, _simple)
     for note in run.notes:
-        console.print(f"  [dim]note: {escape(note)}[/dim]")
+        labelled(console, "[dim]note:[/dim] ", f"[dim]{escape(note)}[/dim]", _INDENT)
 
 
 def _device_name(run, d) -> str:
@@ -96,18 +102,22 @@ def _device_name(run, d) -> str:
 def _bottlenecks(console: Console, items) -> None:
     if not items:
         return
-    console.print("\n  [bold]Bottlenecks[/bold]")
+    console.print()
+    say(console, "[bold]Bottlenecks[/bold]", _INDENT)
     for b in items:
         gain = projection(b)
-        console.print(f"  {b.rank}. [bold]{escape(b.title)}[/bold] ({pct(b.share)} of step time"
-                      + (f"; {gain})" if gain else ")"))
-        console.print(f"     evidence: {escape(b.evidence)}")
-        console.print(f"     fix: {escape(b.recommendation)}")
+        head = f"{b.rank}. "
+        labelled(console, head, f"[bold]{escape(b.title)}[/bold] ({pct(b.share)} of step time"
+                 + (f"; {gain})" if gain else ")"), _INDENT)
+        inner = _INDENT + len(head)  # evidence and fix sit under the title
+        labelled(console, "evidence: ", escape(b.evidence), inner)
+        labelled(console, "fix: ", escape(b.recommendation), inner)
 
 
 def _ops(console: Console, run) -> None:
     if not run.ops:
-        console.print("\n  No ops found in this trace.")
+        console.print()
+        say(console, "No ops found in this trace.", _INDENT)
         return
     columns = [("#", "right", 3), ("op", "left", 0), ("type", "left", 12), ("category", "left", 11),
                ("layer", "left", 12), ("where", "left", 5), ("count", "right", 6), ("self ms", "right", 7),
@@ -129,22 +139,39 @@ def _simple(console: Console, title: str, columns, rows, limits: dict | None = N
 
 
 def _print_table(console: Console, title: str, columns, rows) -> None:
-    """A heading, then the table, indented. The column whose limit is 0 takes the width the
-    others leave and at most two lines (long names keep their tail); every other cell keeps to
-    one line. Columns empty in every row are left out."""
+    """A heading, then the table, indented, within the console's width. The column whose limit is
+    0 takes the width the others leave and at most two lines (long names keep their tail); every
+    other cell keeps to one line, text cut short with an ellipsis where the width is tight, numbers
+    whole. Columns empty in every row are left out."""
     keep = [i for i, (_c, _j, limit) in enumerate(columns) if limit == 0 or any(r[i] for r in rows)]
-    widths = {i: min(columns[i][2], max(len(columns[i][0]), *(len(r[i]) for r in rows))) for i in keep
-              if columns[i][2]}
+    natural = {i: max(len(columns[i][0]), *(len(r[i]) for r in rows)) for i in keep}
+    widths = {i: min(columns[i][2], natural[i]) for i in keep if columns[i][2]}
     free = [i for i in keep if not columns[i][2]]
-    rest = console.width - _INDENT - sum(widths.values()) - 2 * (len(keep) - 1)  # padding and divider
+    gap = 2 if console.width >= _ROOMY else 1  # narrower: no padding beside the dividers
+    room = console.width - _INDENT - gap * (len(keep) - 1)
+    fair = sum(min(natural[i], max(12, room // 4)) for i in free)  # what the name column may claim
+    _shrink(widths, [i for i in widths if columns[i][1] == "left"], room - fair)
+    rest = room - sum(widths.values())
     for i in free:
-        widths[i] = max(8, min(rest, max(len(columns[i][0]), *(len(r[i]) for r in rows))))
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+        widths[i] = max(8, min(rest, natural[i]))
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True,
+                  padding=(0, 1) if gap == 2 else 0)
     for i in keep:
         col, just, limit = columns[i]
         table.add_column(col, justify=just, width=widths[i], no_wrap=bool(limit),
                          overflow="ellipsis" if limit else "fold")
     for row in rows:
         table.add_row(*(escape(row[i] if columns[i][2] else tail(row[i], 2 * widths[i])) for i in keep))
-    console.print(f"\n  [bold]{escape(title)}[/bold]")
+    console.print()
+    say(console, f"[bold]{escape(title)}[/bold]", _INDENT)
     console.print(Padding(table, (0, 0, 0, _INDENT), expand=False))
+
+
+def _shrink(widths: dict[int, int], text_columns: list[int], budget: int, narrowest: int = 5) -> None:
+    """Narrow the widest text columns, one column at a time, until all columns fit `budget`."""
+    while sum(widths.values()) > budget:
+        wide = [i for i in text_columns if widths[i] > narrowest]
+        if not wide:
+            return
+        widest = max(wide, key=lambda i: (widths[i], -i))
+        widths[widest] -= 1

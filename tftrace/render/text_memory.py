@@ -6,6 +6,7 @@ from rich.markup import escape
 
 from tftrace.memory_report import size
 from tftrace.render.fmt import ms, pct
+from tftrace.render.wrap import labelled
 
 
 def memory_section(console, memory, table) -> None:
@@ -21,14 +22,15 @@ def memory_section(console, memory, table) -> None:
     top = memory.allocators[0]
     table(console, f"What holds {_name(top)} at its peak ({size(top.peak_bytes)})",
           ("holder", "kind", "layer", "shape", "dtype", "count", "bytes", "share"),
-          [(h.op, h.kind, h.layer, h.shape, h.dtype, h.count or "", size(h.bytes), pct(h.share)) for h in top.at_peak],
+          [(h.op or "(op not recorded)", h.kind, h.layer, h.shape, h.dtype, h.count or "", size(h.bytes),
+            pct(h.share)) for h in top.at_peak],
           {"kind": 13, "layer": 14, "shape": 16})
     if memory.findings:
         console.print("\n  [bold]Memory findings[/bold]")
     for i, f in enumerate(memory.findings, 1):
-        console.print(f"  {i}. [bold]{escape(f.title)}[/bold]")
-        console.print(f"     evidence: {escape(f.evidence)}")
-        console.print(f"     fix: {escape(f.recommendation)}")
+        labelled(console, f"{i}. ", f"[bold]{escape(f.title)}[/bold]", 2)
+        labelled(console, "evidence: ", escape(f.evidence), 5)
+        labelled(console, "fix: ", escape(f.recommendation), 5)
 
 
 def _name(a) -> str:
