@@ -1,5 +1,6 @@
 """confirm: the experiment times input alone, step alone and predict against direct calls on the
-user's own model, matches the same figures timed without tftrace, confirms the right verdicts,
+user's own model, matches the same figures timed without tftrace (the pipeline iterated alone,
+`fit` on one cached batch, `model.predict` and `model(x)` called directly), confirms the right verdicts,
 and leaves the model, optimizer, metrics and data order exactly as they were."""
 
 from __future__ import annotations
@@ -62,34 +63,48 @@ def input_alone_ms(dataset) -> float:
     return (time.perf_counter() - start) / N * 1e3
 
 
-def train_on_batch_ms(model, x, y) -> float:
-    model.train_on_batch(x, y)
-    start = time.perf_counter()
-    for _ in range(N):
-        model.train_on_batch(x, y)
-    return (time.perf_counter() - start) / N * 1e3
+class StepClock(keras.callbacks.Callback):
+    """When each batch begins: the steps' own wall times, without fit's start-up and end."""
+
+    def __init__(self):
+        super().__init__()
+        self.starts = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.starts.append(time.perf_counter())
+
+
+def cached_batch_step_ms(model, x, y) -> float:
+    """Median ms per step of `fit` on one batch held in memory, repeated (no pipeline work)."""
+    clock = StepClock()
+    model.fit(tf.data.Dataset.from_tensors((x, y)).repeat(8 * N + 2), epochs=1, verbose=0, callbacks=[clock])
+    return statistics.median(b - a for a, b in zip(clock.starts[2:], clock.starts[3:])) * 1e3
 
 
 def median_call_ms(fn) -> float:
+    """Median ms per call, at least N calls and at least 0.2 s of them."""
     fn()
     times = []
-    for _ in range(N):
+    while len(times) < N or sum(times) < 0.2:
         start = time.perf_counter()
         np.asarray(fn())
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1e3
 
 
+FLOOR_MS = 0.5  # below this, two timings of the same work differ by clock and scheduling noise alone
+
+
 def within(measured: float, independent: float) -> bool:
-    return independent / FACTOR <= measured <= independent * FACTOR
+    return independent / FACTOR <= measured <= independent * FACTOR or abs(measured - independent) <= FLOOR_MS
 
 
 # -- the planted-cause programs -------------------------------------------------------------------
 def slow_generator_dataset():
-    def gen():  # a Python generator: 15 ms per batch, one batch at a time
+    def gen():  # a Python generator: 25 ms per batch, one batch at a time
         rng = np.random.default_rng(0)
         for _ in range(16):
-            time.sleep(0.015)
+            time.sleep(0.025)
             yield rng.random((32, 32), dtype=np.float32), rng.integers(0, 4, 32)
     spec = (tf.TensorSpec((32, 32), tf.float32), tf.TensorSpec((32,), tf.int64))
     return tf.data.Dataset.from_generator(gen, output_signature=spec).prefetch(2)
@@ -101,7 +116,7 @@ def serial_map_dataset():
 
     def heavy(xb, yb):  # a serial map (no num_parallel_calls) doing real TensorFlow work per batch
         a = tf.tile(xb[:1], [384, 12])
-        for _ in range(12):
+        for _ in range(24):
             a = tf.tanh(tf.matmul(a, w))
         return xb + tf.reduce_mean(a) * 0, yb
     return tf.data.Dataset.from_tensor_slices((x, y)).batch(32).map(heavy)
@@ -112,9 +127,11 @@ def heavy_model_dataset():
     return tf.data.Dataset.from_tensor_slices((x, y)).batch(64).cache().prefetch(tf.data.AUTOTUNE)
 
 
+# Steps of a few ms, not one: the figures compared are then well above the scheduling noise of a
+# shared 2-core machine (about +-30% on calls of 1-3 ms).
 PROGRAMS = {  # name: (dataset, model, verdict the trace should give)
-    "slow_generator": (slow_generator_dataset, lambda: dense_model(), "input"),
-    "serial_map": (serial_map_dataset, lambda: dense_model(), "input"),
+    "slow_generator": (slow_generator_dataset, lambda: dense_model(width=512, depth=2), "input"),
+    "serial_map": (serial_map_dataset, lambda: dense_model(width=512, depth=2), "input"),
     "heavy_model": (heavy_model_dataset, lambda: dense_model(width=1024, depth=3, features=512), "compute"),
 }
 
@@ -128,7 +145,7 @@ def program(request, tmp_path_factory):
     model.fit(dataset, epochs=1, verbose=0, callbacks=[cb])
     run = only_run(cb.log_dir)
     x, y = next(iter(dataset))
-    independent = {"input_alone_ms": input_alone_ms(dataset), "step_alone_ms": train_on_batch_ms(model, x, y)}
+    independent = {"input_alone_ms": input_alone_ms(dataset), "step_alone_ms": cached_batch_step_ms(model, x, y)}
     return request.param, bound, run, cb, independent
 
 
@@ -163,10 +180,10 @@ def test_the_text_and_html_reports_show_the_experiment_beside_the_verdict(progra
 # -- predict: predict against direct calls ------------------------------------------------------
 @pytest.fixture(scope="module")
 def predict_loop(tmp_path_factory):
-    """A light model called with predict once per item, as users do in a serving loop."""
+    """A light model called with predict once per batch of items, as users do in a serving loop."""
     log_dir = tmp_path_factory.mktemp("predict_loop")
-    model = dense_model(width=16)
-    items = [arrays(1, seed=i)[0] for i in range(12)]
+    model = dense_model(width=512, depth=2)
+    items = [arrays(64, seed=i)[0] for i in range(12)]
     model.predict(items[0], verbose=0)
     with tftrace.trace(str(log_dir), label="predict-loop"):
         for i, x in enumerate(items):

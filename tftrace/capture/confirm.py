@@ -8,7 +8,7 @@ import os
 
 from tftrace.capture import data_source, experiment
 from tftrace.capture.state import Snapshot, variables_of
-from tftrace.capture.timing import time_batches, time_calls
+from tftrace.capture.timing import time_batches, time_each
 
 
 def confirm(step_fn, dataset, steps: int = 10, log_dir: str | None = None, restore="auto", unpack: bool | None = None):
@@ -26,15 +26,17 @@ def confirm(step_fn, dataset, steps: int = 10, log_dir: str | None = None, resto
         raise TypeError(f"step_fn must be callable, not {type(step_fn).__name__}")
     n = experiment.batches_for(steps)
     raw = experiment.new("step", "custom", n)
-    timed, batch = time_batches(_fresh(dataset), n)
+    batches = _fresh(dataset)
+    timed, batch = time_batches(batches, n)
     raw.update(input_alone_ms=timed.ms, input_batches=timed.count)
+    del batches  # its prefetch threads would go on working while the step is timed
     if batch is None:
         raw["skipped"].append("step alone: the dataset holds no batch")
         return _done(raw, log_dir)
     call = _caller(step_fn, batch, unpack)
     snapshot = Snapshot(_restorable(step_fn, call, batch, restore, raw))
     try:
-        raw["step_alone_ms"] = time_calls(lambda: call(batch), n).ms
+        raw["step_alone_ms"] = time_each(lambda: call(batch), n, min_s=experiment.MIN_TIMED_S)[0].ms
         raw["loop_ms"] = time_batches(_fresh(dataset), n, each=call)[0].ms
     finally:
         snapshot.restore()

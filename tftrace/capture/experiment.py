@@ -11,9 +11,10 @@ import time
 
 from tftrace.capture import data_source
 from tftrace.capture.state import Snapshot, variables_of
-from tftrace.capture.timing import time_batches, time_calls, time_each
+from tftrace.capture.timing import time_batches, time_each
 from tftrace.experiment_file import EXPERIMENT
 MIN_BATCHES, MAX_BATCHES = 3, 50
+MIN_TIMED_S = 0.2  # calls of a few ms are repeated for this long: a median of five is noise
 _STEP_FUNCTIONS = {"fit": "train_function", "evaluate": "test_function", "predict": "predict_function"}
 
 
@@ -41,10 +42,13 @@ def keras_call(model, call: str, n: int) -> dict:
     try:
         timed, batch = time_batches(source, n)
         raw.update(input_alone_ms=timed.ms, input_batches=timed.count)
+        # Gone before the step is timed: its prefetch threads would go on filling their buffers.
+        del source
         if batch is None:
             raw["skipped"].append("step alone: the data holds no batch")
             return raw
-        raw["step_alone_ms"] = time_calls(_step_call(model, call, batch), n).ms
+        step = time_each(_step_call(model, call, batch), n, min_s=MIN_TIMED_S)[0]
+        raw.update(step_alone_ms=step.ms, step_calls=step.count)
         if call == "predict":
             raw.update(predict_alternatives(model, _features(batch), n))
     finally:
@@ -53,15 +57,17 @@ def keras_call(model, call: str, n: int) -> dict:
 
 
 def _step_call(model, call: str, batch):
-    """One step of the call's own compiled step function on `batch`, held in memory. Given a
-    Python iterator (not a tf.data one), Keras 3 runs its compiled one-step function on each
-    element: the step without the input pipeline."""
+    """One step of the call's own compiled step function on `batch`, held in memory: fed from a
+    tf.data iterator that repeats it, as the call's own iterator would feed it, so the step runs
+    as in the call with no pipeline work behind it. (predict's step takes the batch itself.)"""
+    import tensorflow as tf
     name = _STEP_FUNCTIONS[call]
     getattr(model, "make_" + name)()  # built by the call already; built here if it was not
     fn = getattr(model, name)
     if call == "predict":
         return lambda: fn([batch])
-    return lambda: fn(iter([batch]))
+    held = iter(tf.data.Dataset.from_tensors(batch).repeat())
+    return lambda: fn(held)
 
 
 def _features(batch):
@@ -83,7 +89,7 @@ def predict_alternatives(model, x, n: int) -> dict:
     out: dict = {"correct": {}}
     expected = None
     for name, call in calls.items():
-        timed, result = time_each(call, n)
+        timed, result = time_each(call, n, min_s=MIN_TIMED_S)
         out[name + "_ms"] = timed.ms
         flat = [np.asarray(v) for v in tf.nest.flatten(result)]
         if expected is None:

@@ -56,30 +56,19 @@ def time_batches(iterator, n: int, each=None) -> tuple[Timed, object]:
     return Timed(elapsed / got * 1e3 if got else None, got), first
 
 
-def time_calls(fn, n: int, warmup: int = 1) -> Timed:
-    """ms per call of `fn()` over `n` calls after `warmup` untimed ones (tracing, first-call
-    set-up), synchronised once at the end: the rate a loop of such calls runs at."""
-    out = None
-    for _ in range(warmup):
-        sync(fn())
-    start = time.perf_counter()
-    for _ in range(n):
-        out = fn()
-    sync(out)
-    return Timed((time.perf_counter() - start) / n * 1e3, n)
-
-
-def time_each(fn, n: int, warmup: int = 1) -> tuple[Timed, object]:
-    """(median ms of `n` calls of `fn()`, each waited for, after `warmup` untimed ones; the last
-    result). The median: one slow call (a collection, another process) does not decide."""
+def time_each(fn, n: int, warmup: int = 1, min_s: float = 0.0, max_calls: int = 1000) -> tuple[Timed, object]:
+    """(median ms per call of `fn()`, each waited for, after `warmup` untimed ones; the last
+    result). At least `n` calls, and more until `min_s` seconds have passed (at most
+    `max_calls`): the median of a handful of millisecond calls is mostly scheduling noise. The
+    median: one slow call (a collection, another process) does not decide."""
     out = None
     for _ in range(warmup):
         out = fn()
         sync(out)
-    times = []
-    for _ in range(n):
+    times: list[float] = []
+    while len(times) < n or (sum(times) < min_s and len(times) < max_calls):
         start = time.perf_counter()
         out = fn()
         sync(out)
         times.append(time.perf_counter() - start)
-    return Timed(statistics.median(times) * 1e3, n), out
+    return Timed(statistics.median(times) * 1e3, len(times)), out
