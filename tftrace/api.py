@@ -6,8 +6,8 @@ from tftrace import __version__
 from tftrace.analysis.ops import SIDES
 from tftrace.analysis.run import DEFAULT_TOP, analyze_trace, failed_run
 from tftrace.errors import ReportError, TftraceError, TraceReadError
-from tftrace.loader import load_run
-from tftrace.logdir import find_runs
+from tftrace.read.loader import load_run
+from tftrace.read.logdir import find_runs
 from tftrace.report import Report
 
 

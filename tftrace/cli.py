@@ -96,7 +96,7 @@ def _write(text: str, output: str | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
-    from tftrace.logdir import is_trace_file
+    from tftrace.read.logdir import is_trace_file
     if is_trace_file(output):
         raise CommandError(f"{output}: refusing to overwrite a trace file; choose another --output")
     try:

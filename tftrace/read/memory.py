@@ -6,8 +6,8 @@ import numpy as np
 
 from google.protobuf.message import DecodeError
 
-from tftrace.xplane.schema import XEvent
-from tftrace.xplane.stats import stat_value
+from tftrace.read.schema import XEvent
+from tftrace.read.stats import stat_value
 
 ALLOCATION, DEALLOCATION = "MemoryAllocation", "MemoryDeallocation"
 # Counters and sizes the allocator records with each event (-1 where absent).

@@ -15,9 +15,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tftrace.xplane import varints
-from tftrace.xplane.schema import XEventLazy, XLineRaw
-from tftrace.xplane.wire import WireError
+from tftrace.read import varints
+from tftrace.read.schema import XEventLazy, XLineRaw
+from tftrace.read.wire import WireError
 
 _EVENT_TAG = 0x22  # field 4, length-delimited
 _FIELD_TAGS = (0x08, 0x10, 0x18)  # fields 1-3 as varints, in the order writers put them

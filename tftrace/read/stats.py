@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from google.protobuf.message import DecodeError
 
-from tftrace.xplane.schema import XStat
+from tftrace.read.schema import XStat
 
 
 def parsed_stats(event) -> list:

@@ -5,17 +5,17 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from tftrace.build import TraceBuilder
+from tftrace.read.build import TraceBuilder
 from tftrace.capture.sampler import SAMPLES_FILE
 from tftrace.capture.sidecar import SIDECAR
-from tftrace.experiment_file import EXPERIMENT, read_experiment
+from tftrace.read.experiment_file import EXPERIMENT, read_experiment
 from tftrace.errors import TraceReadError
-from tftrace.logdir import Run, find_runs, host_from_file
-from tftrace.samples_file import read_samples
-from tftrace.sidecar_file import read_sidecar
+from tftrace.read.logdir import Run, find_runs, host_from_file
+from tftrace.read.samples_file import read_samples
+from tftrace.read.sidecar_file import read_sidecar
 from tftrace.events import Trace
-from tftrace.xplane.read import read_xspace
-from tftrace.xplane.trace_json import read_trace_json
+from tftrace.read.xspace import read_xspace
+from tftrace.read.trace_json import read_trace_json
 
 
 def load_run(run: Run, progress=None) -> Trace:

@@ -7,7 +7,7 @@ import re
 import numpy as np
 
 from tftrace.names import Op, parse_tf_op, strip_annotation
-from tftrace.xplane.stats import parsed_stats, stat_value
+from tftrace.read.stats import parsed_stats, stat_value
 
 _HLO_SUFFIX = re.compile(r"\.\d+\Z")
 _COPIES = ("kernel:Memcpy", "kernel:Memset")

@@ -7,16 +7,16 @@ import os
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from tftrace.build import TraceBuilder, line_role
+from tftrace.read.build import TraceBuilder, line_role
 from tftrace.errors import TraceReadError
 from tftrace.events import INT_STATS, STR_STATS, LineInfo
-from tftrace.xplane.lines import decode_line
-from tftrace.xplane.schema import XPlaneLazy, XSpaceLazy
-from tftrace.xplane import wire
-from tftrace.xplane.device import device_label, device_names
-from tftrace.xplane.memory import ALLOCATION, DEALLOCATION, memory_rows
-from tftrace.xplane.stats import parsed_stats, stat_value
-from tftrace.xplane.wire import Field, WireError, WireFile, fields
+from tftrace.read.lines import decode_line
+from tftrace.read.schema import XPlaneLazy, XSpaceLazy
+from tftrace.read import wire
+from tftrace.read.device import device_label, device_names
+from tftrace.read.memory import ALLOCATION, DEALLOCATION, memory_rows
+from tftrace.read.stats import parsed_stats, stat_value
+from tftrace.read.wire import Field, WireError, WireFile, fields
 
 # Host events whose stats never matter here; skipping them keeps the one pass lean.
 _NO_STATS = frozenset({
