@@ -56,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="Also write the results into the logdir as a TensorBoard run (default on).")
     p.add_argument("--ops", default="all", choices=_SIDES, metavar="SIDE",
                    help="Which ops the op table lists: all, host or device (shares stay of all op time).")
+    p.add_argument("--workers", type=_positive, default=None,
+                   help="Processes that analyse a run's hosts at once (default: the machine's cores, at most one "
+                        "per host).")
+    p.add_argument("--dask", metavar="ADDRESS", help="Analyse the hosts on this Dask scheduler instead "
+                                                     "(pip install \"tftrace[dask]\").")
     p.set_defaults(run=_analyze)
 
     p = sub.add_parser("diff", help="Did the candidate make steps faster, and what moved?",
@@ -117,8 +122,15 @@ def _analyze(args) -> int:
     if args.fmt == "csv" and args.table == "all" and args.output is None:
         raise CommandError("--table all writes one file per table: give --output (a file name to derive them from)")
     keep_freed_memory()
-    with _progress() as progress:
-        report = analyze(args.path, top=args.top, progress=progress, ops=args.ops)
+    from tftrace.hostmap import dask_client, default_workers
+    client = dask_client(args.dask) if args.dask else None
+    try:
+        with _progress() as progress:
+            report = analyze(args.path, top=args.top, progress=progress, ops=args.ops,
+                             workers=args.workers or default_workers(), client=client)
+    finally:
+        if client is not None:
+            client.close()
     color = args.output is None and args.fmt == "text" and sys.stdout.isatty()
     if args.fmt == "csv" and args.table == "all":
         stem = args.output[:-4] if args.output.endswith(".csv") else args.output
