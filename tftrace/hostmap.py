@@ -7,6 +7,7 @@ import os
 
 from tftrace.analysis.run import HostPart, analyze_trace, combine_hosts, host_part
 from tftrace.errors import TftraceError, TraceReadError
+from tftrace.malloc import keep_freed_memory
 from tftrace.read.loader import load_host, load_run
 from tftrace.read.logdir import Run, host_from_file
 from tftrace.report import RunReport
@@ -71,7 +72,9 @@ class _Processes(_Serial):
         from concurrent.futures import ProcessPoolExecutor
         # fork: workers start without importing tftrace again; spawn where fork is unavailable.
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method))
+        # The workers are this command's own: they may keep freed memory as the command does.
+        self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
+                                         initializer=keep_freed_memory)
 
     def map(self, fn, args):
         return [f.result() for f in [self._pool.submit(fn, *a) for a in args]]
