@@ -60,7 +60,7 @@ if tool in ("floor", "floor-3"):
     import numpy as np
     from itertools import chain
     from operator import attrgetter
-    from tftrace.xplane.schema import XSpace, XSpaceLazy
+    from tftrace.read.schema import XSpace, XSpaceLazy
     def run():
         with open(path, "rb") as f:
             space = (XSpace if tool == "floor" else XSpaceLazy)()
@@ -80,7 +80,7 @@ elif tool == "tftrace":
     from tftrace.api import analyze
     run = lambda: analyze(path)
 elif tool == "tftrace-ops":
-    from tftrace.loader import load
+    from tftrace.read.loader import load
     from tftrace.analysis.ops import op_stats
     run = lambda: op_stats(load(path))
 else:

@@ -26,7 +26,7 @@ with open(sys.argv[2], "rb") as f:
     module.XSpace.FromString(f.read())
 """
 _PARSE_OWN = """import sys
-from tftrace.xplane.schema import XSpace
+from tftrace.read.schema import XSpace
 with open(sys.argv[1], "rb") as f:
     XSpace.FromString(f.read())
 """
@@ -96,7 +96,7 @@ def run(argv: list[str]) -> dict:
     return result
 
 
-_IMPORTS = ("numpy", "pandas", "typer", "pydantic", "rich", "google.protobuf", "tftrace.xplane.read", "tftrace.api")
+_IMPORTS = ("numpy", "pandas", "typer", "pydantic", "rich", "google.protobuf", "tftrace.read.xspace", "tftrace.api")
 
 
 def import_times(argv: list[str], wanted: tuple[str, ...] = _IMPORTS) -> dict[str, float]:

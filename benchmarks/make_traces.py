@@ -90,7 +90,7 @@ def _settle(run: str, logdir: str) -> None:
 
 def scale(src: str, name: str, factor: int) -> str:
     """The trace with every line's events repeated `factor` times, each copy after the last."""
-    from tftrace.xplane.schema import XSpace
+    from tftrace.read.schema import XSpace
     space = XSpace()
     with open(src, "rb") as f:
         space.ParseFromString(f.read())
@@ -112,7 +112,7 @@ def scale(src: str, name: str, factor: int) -> str:
 
 
 def count_events(path: str) -> int:
-    from tftrace.loader import load
+    from tftrace.read.loader import load
     return len(load(path).events)
 
 

@@ -12,7 +12,7 @@ from tftrace.analysis.eager import eager_layers
 from tftrace.analysis.ops import op_stats, op_table
 from tftrace.analysis.run import analyze_trace
 from tftrace.api import analyze
-from tftrace.loader import load
+from tftrace.read.loader import load
 from tiny import tiny_trace
 
 

@@ -14,8 +14,8 @@ import pytest
 
 from conftest import ROOT
 from tftrace.errors import TraceReadError
-from tftrace.xplane import json_stream
-from tftrace.xplane.json_stream import DEFAULT_LIMIT_MB, LIMIT_ENV, event_batches
+from tftrace.read import json_stream
+from tftrace.read.json_stream import DEFAULT_LIMIT_MB, LIMIT_ENV, event_batches
 
 EVENT = {"ph": "X", "pid": 1, "tid": 2, "ts": 1.5, "dur": 2, "name": "a/MatMul:MatMul"}
 
@@ -56,7 +56,7 @@ def test_peak_memory_of_refusing_a_bomb_stays_far_below_what_it_inflates_to(tmp_
     bomb = tmp_path / "bomb.trace.json.gz"
     _bomb(bomb, 2 * DEFAULT_LIMIT_MB)
     # VmHWM, the child's own peak (ru_maxrss would start from this test process's).
-    code = ("import sys\nfrom tftrace.xplane.json_stream import event_batches\n"
+    code = ("import sys\nfrom tftrace.read.json_stream import event_batches\n"
             "try:\n    list(event_batches(sys.argv[1]))\nexcept Exception as e:\n    print(type(e).__name__)\n"
             "print([line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM')][0])")
     proc = subprocess.run([sys.executable, "-c", code, str(bomb)], capture_output=True, text=True, cwd=ROOT,

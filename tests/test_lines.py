@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from google.protobuf.message import DecodeError
 
-from tftrace.xplane.lines import decode_line
-from tftrace.xplane.schema import XSpace
-from tftrace.xplane.wire import WireError
+from tftrace.read.lines import decode_line
+from tftrace.read.schema import XSpace
+from tftrace.read.wire import WireError
 
 
 def varint(value: int) -> bytes:

@@ -13,9 +13,9 @@ from conftest import PUBLIC, SAMPLES
 from tftrace.analysis.memory import allocators
 from tftrace.analysis.memory_findings import memory_findings
 from tftrace.api import analyze
-from tftrace.build import TraceBuilder
+from tftrace.read.build import TraceBuilder
 from tftrace.events import LineInfo
-from tftrace.loader import load
+from tftrace.read.loader import load
 from tftrace.report import Report
 
 GPU = os.path.join(PUBLIC, "tensorflow__profiler/demo/plugins/profile/GPU-multi-worker/34.83.195.179_6003.xplane.pb")

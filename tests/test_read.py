@@ -14,8 +14,8 @@ from tftrace.analysis.classify import CATEGORIES
 from tftrace.analysis.ops import op_stats
 from tftrace.analysis.run import analyze_trace
 from tftrace.errors import TraceReadError
-from tftrace.loader import load, load_run
-from tftrace.logdir import find_runs
+from tftrace.read.loader import load, load_run
+from tftrace.read.logdir import find_runs
 
 GOOD_PUBLIC = [p for p in public_traces() if p != BROKEN]
 
@@ -199,7 +199,7 @@ def test_legacy_json_with_odd_values_reads_what_it_can(tmp_path):
 def test_a_trace_with_absolute_timestamps_reads_like_a_relative_one(tmp_path):
     """Unix-ns line timestamps would overflow picoseconds in 64 bits: such a file's times count
     from its first line instead, and the analysis is the same."""
-    from tftrace.xplane.schema import XSpace
+    from tftrace.read.schema import XSpace
     space = XSpace.FromString(open(sample_file("augment", "gap"), "rb").read())
     for plane in space.planes:
         for line in plane.lines:

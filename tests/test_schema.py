@@ -12,7 +12,7 @@ def test_parses_without_tensorflow_and_coexists_with_tensorflows_own_xplane_pb2(
     code = f"""
 import sys
 sys.path.insert(0, {ROOT!r})
-from tftrace.xplane.schema import XSpace
+from tftrace.read.schema import XSpace
 assert 'tensorflow' not in sys.modules
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # TF's own classes, same message names
 data = open({sample_file('augment', 'gap')!r}, 'rb').read()

@@ -9,9 +9,9 @@ import pytest
 
 from conftest import BROKEN, SAMPLE_RUNS, sample_file, public_traces
 from tftrace.analysis.sums import exact_sums
-from tftrace.xplane import wire
-from tftrace.xplane.lines import decode_line
-from tftrace.xplane.schema import XSpace
+from tftrace.read import wire
+from tftrace.read.lines import decode_line
+from tftrace.read.schema import XSpace
 
 FILES = [p for p in public_traces() if p.endswith(".xplane.pb") and p != BROKEN] + \
         [sample_file(*r) for r in SAMPLE_RUNS]

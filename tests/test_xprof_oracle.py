@@ -11,7 +11,7 @@ import pytest
 from conftest import SAMPLE_RUNS, sample, sample_file
 from tftrace.analysis.ops import op_stats
 from tftrace.api import analyze
-from tftrace.loader import load
+from tftrace.read.loader import load
 
 xprof = pytest.importorskip("xprof.convert.raw_to_tool_data")
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from tftrace.build import TraceBuilder, line_role
+from tftrace.read.build import TraceBuilder, line_role
 from tftrace.events import INT_STATS, LineInfo
 
 

@@ -19,7 +19,7 @@ def __getattr__(name: str):
         from tftrace.capture import confirm
         return getattr(confirm, name)
     if name == "load":
-        from tftrace.loader import load
+        from tftrace.read.loader import load
         return load
     if name == "analyze":
         from tftrace.api import analyze

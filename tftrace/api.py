@@ -4,24 +4,27 @@ from __future__ import annotations
 
 from tftrace import __version__
 from tftrace.analysis.ops import SIDES
-from tftrace.analysis.run import DEFAULT_TOP, analyze_trace, failed_run
+from tftrace.analysis.run import DEFAULT_TOP, failed_run
 from tftrace.errors import ReportError, TftraceError, TraceReadError
-from tftrace.loader import load_run
-from tftrace.logdir import find_runs
+from tftrace.hostmap import analyze_run
+from tftrace.read.logdir import find_runs
 from tftrace.report import Report
 
 
-def analyze(path: str, top: int | None = DEFAULT_TOP, progress=None, ops: str = "all") -> Report:
+def analyze(path: str, top: int | None = DEFAULT_TOP, progress=None, ops: str = "all", workers: int = 1,
+            client=None) -> Report:
     """Analyse every run under `path`. A broken run is reported with its error; if every run is
     broken, raise the first error. `progress(path, bytes_done, bytes_total)` hears reading;
-    `ops` is all, host or device: which ops the op table lists."""
+    `ops` is all, host or device: which ops the op table lists. Runs of several hosts are
+    analysed host by host: in `workers` processes, or on a Dask cluster (`client`, a
+    dask.distributed Client); the report is the same either way."""
     if ops not in SIDES:
         raise TftraceError(f"unknown ops side {ops!r}; choose one of {', '.join(SIDES)}")
     runs = find_runs(path)
     reports = []
     for run in runs:
         try:
-            reports.append(analyze_trace(load_run(run, progress), run.name, top, ops))
+            reports.append(analyze_run(run, top, ops, progress, workers, client))
         except TftraceError as e:
             reports.append(failed_run(run.path, run.name, str(e)))
     if all(r.error for r in reports):

@@ -84,6 +84,12 @@ def _analyze(
                                               "the logdir as a TensorBoard run.")] = True,
     ops: Annotated[Side, typer.Option("--ops", metavar="SIDE", help="Which ops the op table lists: all, host or "
                                       "device (shares stay of all op time).")] = "all",
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, metavar="N", show_default=False,
+                                                   help="Processes that analyse a run's hosts at once (default: the "
+                                                        "machine's cores, at most one per host).")] = None,
+    dask: Annotated[Optional[str], typer.Option("--dask", metavar="ADDRESS", show_default=False,
+                                                help="Analyse the hosts on this Dask scheduler instead "
+                                                     "(pip install \"tftrace[dask]\").")] = None,
 ) -> int:
     from tftrace.api import analyze
     from tftrace.malloc import keep_freed_memory
@@ -91,8 +97,15 @@ def _analyze(
     if fmt == "csv" and table == "all" and output is None:
         raise CommandError("--table all writes one file per table: give --output (a file name to derive them from)")
     keep_freed_memory()
-    with _progress() as progress:
-        report = analyze(path, top=top, progress=progress, ops=ops)
+    from tftrace.hostmap import dask_client, default_workers
+    client = dask_client(dask) if dask else None
+    try:
+        with _progress() as progress:
+            report = analyze(path, top=top, progress=progress, ops=ops, workers=workers or default_workers(),
+                             client=client)
+    finally:
+        if client is not None:
+            client.close()
     if fmt == "csv" and table == "all":
         stem = output[:-4] if output.endswith(".csv") else output
         for name in TABLES:
@@ -175,7 +188,7 @@ def _write(text: str, output: Optional[str]) -> None:
         sys.stdout.write(text)
         return
     from tftrace.atomic import write_text
-    from tftrace.logdir import is_trace_file
+    from tftrace.read.logdir import is_trace_file
     if is_trace_file(output):
         raise CommandError(f"{output}: refusing to overwrite a trace file; choose another --output")
     try:

@@ -25,6 +25,11 @@ def stage_of(name: str) -> str:
 def input_pipeline(trace: Trace, top: int | None = None) -> InputPipeline:
     """Stages ranked by self time; ops that tf.data threads run (a generator's PyFunc, a map
     function's ops) count as stages too, named by their type."""
+    return ranked_pipeline(stage_totals(trace), top)
+
+
+def stage_totals(trace: Trace) -> dict[str, int]:
+    """Self time per stage (ps): what one host adds to its run's input pipeline."""
     ev = trace.events
     totals: dict[str, int] = {}
     names = ev["name"]
@@ -42,6 +47,12 @@ def input_pipeline(trace: Trace, top: int | None = None) -> InputPipeline:
         elif dsums[code] > 0:
             key = f"{op.type} (op in tf.data)"
             totals[key] = totals.get(key, 0) + int(dsums[code])
+    return totals
+
+
+def ranked_pipeline(totals: dict[str, int], top: int | None = None) -> InputPipeline:
+    """Stages (self time per stage, of one host or summed over hosts) ranked, with the slowest
+    working stage."""
     total = sum(totals.values())
     ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
     working = [k for k, _v in ranked if k not in _PLUMBING] or [k for k, _v in ranked]

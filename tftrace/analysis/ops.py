@@ -142,6 +142,18 @@ def op_table(trace: Trace, eager_label: np.ndarray | None = None, eager_labels: 
     return [OpEntry(*entry, c, s) for entry, (c, s) in merged.items()]
 
 
+def merge_tables(tables) -> list[OpEntry]:
+    """Op tables of several hosts as one: counts and self times of the same op added, ops in
+    the order first seen."""
+    merged: dict[tuple, list[int]] = {}
+    for table in tables:
+        for e in table:
+            acc = merged.setdefault(e[:7], [0, 0])
+            acc[0] += e.count
+            acc[1] += e.self_ps
+    return [OpEntry(*key, c, s) for key, (c, s) in merged.items()]
+
+
 def _device_kind(trace: Trace) -> str:
     kinds = sorted({ln.plane.split(":")[1] for ln in trace.lines if ln.on_device and ":" in ln.plane})
     return "/".join(kinds) or "device"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -10,10 +11,10 @@ from tftrace.analysis.breakdown import event_classes, timeline
 from tftrace.analysis.eager import eager_layers
 from tftrace.analysis.experiment import interpret, measured_verdict
 from tftrace.analysis.findings import Context, diagnose
-from tftrace.analysis.input import input_pipeline
+from tftrace.analysis.input import ranked_pipeline, stage_totals
 from tftrace.analysis.memory import allocators
 from tftrace.analysis.memory_findings import memory_findings
-from tftrace.analysis.ops import op_stats, op_table
+from tftrace.analysis.ops import OpEntry, merge_tables, op_stats, op_table
 from tftrace.analysis.overhead import overhead
 from tftrace.analysis.python import python_profile
 from tftrace.analysis.device_link import DeviceWork, extend_to_device, link_device_work
@@ -24,9 +25,9 @@ from tftrace.analysis.step_view import step_view
 from tftrace.analysis.steps import STEP_FUNCTIONS, Steps, find_steps
 from tftrace.analysis.verdict import verdict
 from tftrace.analysis.window import window_note
-from tftrace.report import Breakdown, RunReport, StepRow, StepsSummary
+from tftrace.report import Breakdown, DeviceRow, RunReport, StepRow, StepsSummary
 from tftrace.events import Trace
-from tftrace.memory_report import Memory
+from tftrace.memory_report import AllocatorRow, Memory
 
 DEFAULT_TOP = 15
 _KERAS_MARKERS = {"train", "test", "predict", "profiled batch"}  # TraceCallback, tf.keras, Keras 3's TensorBoard
@@ -34,59 +35,123 @@ _COMPUTE_CATEGORIES = {"matmul", "convolution", "reduction", "reshape", "element
                        "normalization", "pooling", "dropout", "loss", "optimizer"}
 
 
+@dataclass(frozen=True)
+class HostPart:
+    """What one host adds to its run's report (the map's result): its steps and their parts, op
+    table, tf.data stage totals, devices and memory peaks; no events, so it is small enough to
+    travel between processes."""
+
+    host: str
+    view: HostView
+    table: tuple[OpEntry, ...]
+    stages: dict
+    devices: tuple[str, ...]  # device planes
+    device_rows: tuple[DeviceRow, ...]
+    memory: tuple[AllocatorRow, ...]  # with this host's own steps
+
+
 def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: str = "all") -> RunReport:
     """The full report of one run; `top` bounds the ranked op, layer and category lists; `ops`
     lists all ops, or only host or only device ops. With several hosts, steps and the breakdown
     are the slowest host's (it sets everyone's step time); ops add up over all hosts."""
-    views = [_host_view(trace.of_host(h)) for h in trace.hosts] if len(trace.hosts) > 1 else []
-    timed = trace.of_host(slowest(views).host) if views else trace  # whose steps the report shows
-    steps, work = _steps_with_device_work(timed)
-    classes = event_classes(timed)
-    table = op_table(trace, *eager_layers(trace, steps.starts))
-    stats = op_stats(trace, table, top, ops)
-    tl = timeline(timed, steps, classes, work)
-    ov = overhead(timed, steps, classes, tl.busy)
+    if len(trace.hosts) > 1:
+        parts = [host_part(trace.of_host(h)) for h in trace.hosts]
+        return combine_hosts(parts, trace.of_host, name, top, ops)
+    part, classes = _host_part(trace)
+    return _report(trace, [part], name, top, ops, classes)
+
+
+def host_part(trace: Trace) -> HostPart:
+    """The map: one host's part of its run's report (merged intervals left out: only the
+    slowest host's are needed, and combine_hosts makes those again)."""
+    part, _classes = _host_part(trace)
+    tl = part.view.tl
+    empty = np.zeros(0, np.int64)
+    return dataclasses.replace(part, view=dataclasses.replace(part.view, tl=dataclasses.replace(tl, busy=(empty, empty))))
+
+
+def combine_hosts(parts: list[HostPart], load_host, name: str, top: int | None = DEFAULT_TOP,
+                  ops: str = "all", problems: tuple[str, ...] = ()) -> RunReport:
+    """The reduce: a run's report from its hosts' parts (in host order); `load_host(host)` gives
+    the Trace of the slowest host, whose steps, breakdown and findings the report shows;
+    `problems` names host files left out."""
+    timed = load_host(slowest([p.view for p in parts]).host)
+    if problems:
+        timed = dataclasses.replace(timed, problems=tuple(problems) + timed.problems)
+    return _report(timed, parts, name, top, ops)
+
+
+def _host_part(trace: Trace) -> tuple[HostPart, tuple]:
+    steps, work = _steps_with_device_work(trace)
+    classes = event_classes(trace)
+    tl = timeline(trace, steps, classes, work)
     parts = _parts(tl)
+    table = op_table(trace, *eager_layers(trace, steps.starts))
+    collective = sum(e.self_ps for e in table if e.category == "collective")
+    view = HostView(trace.hosts[0] if trace.hosts else "", steps, tl, parts, verdict(parts, tl.wall_ps > 0).bound,
+                    collective)
+    real = steps.kind not in ("window", "none")
+    spans = (steps.starts, steps.ends, steps.numbers) if real else ((), (), ())
+    memory = allocators(trace, *spans, {e.name: e.layer for e in table if e.layer})
+    return HostPart(view.host, view, tuple(table), stage_totals(trace), trace.devices, device_rows(trace),
+                    memory), classes
+
+
+def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops: str,
+            classes: tuple | None = None) -> RunReport:
+    """The report from the timed (slowest) host's Trace and every host's part."""
+    views = [p.view for p in parts] if len(parts) > 1 else []
+    if classes is None:  # the timed host's intervals, made again: its part travelled without them
+        steps, work = _steps_with_device_work(timed)
+        classes = event_classes(timed)
+        tl = timeline(timed, steps, classes, work)
+    else:
+        steps, tl = parts[0].view.steps, parts[0].view.tl
+    table = merge_tables(p.table for p in parts) if views else list(parts[0].table)
+    stats = op_stats(timed, table, top, ops)
+    ov = overhead(timed, steps, classes, tl.busy)
+    breakdown = _parts(tl)
     mode, mode_source = run_mode(timed, steps, table)
     eager = _is_eager(table)
-    pipeline = input_pipeline(trace, top)
+    pipeline = ranked_pipeline(_sum_stages(p.stages for p in parts), top)
     python = python_profile(timed, tl.start, tl.start + tl.dur)  # all rows: the findings look through them
-    ctx = Context(timed, steps, tl, parts, ov, stats, table, pipeline, mode, eager, _loop(timed, steps, mode), python,
-                  straggler(views))
+    ctx = Context(timed, steps, tl, breakdown, ov, stats, table, pipeline, mode, eager, _loop(timed, steps, mode),
+                  python, straggler(views))
     found = diagnose(ctx)
     summary = _steps_summary(steps, tl, timed.hosts[0] if views else "")
-    judged = verdict(parts, tl.wall_ps > 0, tl.device_busy is not None)
-    experiment = interpret(trace.experiment, summary, judged.bound) if trace.experiment is not None else None
+    judged = verdict(breakdown, tl.wall_ps > 0, tl.device_busy is not None)
+    experiment = interpret(timed.experiment, summary, judged.bound) if timed.experiment is not None else None
+    hosts = tuple(p.host for p in parts) if views else timed.hosts
+    memory_rows = _memory_rows(parts)
     return RunReport(
-        path=trace.path, name=name, hosts=trace.hosts, devices=trace.devices, mode=mode, mode_source=mode_source,
-        eager=eager, steps=summary, breakdown=parts, verdict=measured_verdict(judged, experiment), bottlenecks=found,
+        path=timed.path, name=name, hosts=hosts, devices=tuple(sorted({d for p in parts for d in p.devices})),
+        mode=mode, mode_source=mode_source, eager=eager, steps=summary, breakdown=breakdown,
+        verdict=measured_verdict(judged, experiment), bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
-        notes=_notes(trace, steps, eager), host_op_ps=stats.host_self_ps, device_op_ps=stats.device_self_ps,
-        per_host=host_rows(views), per_device=device_rows(trace),
+        notes=_notes(len(hosts), timed.problems, steps, eager), host_op_ps=stats.host_self_ps,
+        device_op_ps=stats.device_self_ps, per_host=host_rows(views),
+        per_device=tuple(sorted((r for p in parts for r in p.device_rows), key=lambda r: (r.host, r.device))),
         python=dataclasses.replace(python, rows=python.rows[:top] if top else python.rows),
         step_view=step_view(timed, tl.start, tl.dur, tl.idle, steps.numbers, classes[0]),
-        cut_short=window_note(trace.sidecar, steps.count if steps.kind != "window" else 0), experiment=experiment,
-        memory=_memory(trace, steps, table, judged.bound, mode),
+        cut_short=window_note(timed.sidecar, steps.count if steps.kind != "window" else 0), experiment=experiment,
+        memory=Memory(memory_rows, memory_findings(memory_rows, judged.bound, mode)),
     )
 
 
-def _memory(trace: Trace, steps: Steps, table, bound: str, mode: str) -> Memory:
-    """Per allocator, the peak and what holds it, with the memory findings; steps only where the
-    trace found real ones (a whole window is no step)."""
-    real = steps.kind not in ("window", "none")
-    spans = (steps.starts, steps.ends, steps.numbers) if real else ((), (), ())
-    rows = allocators(trace, *spans, {e.name: e.layer for e in table if e.layer})
-    return Memory(rows, memory_findings(rows, bound, mode))
+def _sum_stages(stage_totals) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for totals in stage_totals:
+        for k, v in totals.items():
+            out[k] = out.get(k, 0) + v
+    return out
 
 
-def _host_view(trace: Trace) -> HostView:
-    """One host's steps and breakdown (a host of a run with several)."""
-    steps, work = _steps_with_device_work(trace)
-    tl = timeline(trace, steps, event_classes(trace), work)
-    parts = _parts(tl)
-    table = op_table(trace)
-    collective = sum(e.self_ps for e in table if e.category == "collective")
-    return HostView(trace.hosts[0], steps, tl, parts, verdict(parts, tl.wall_ps > 0).bound, collective)
+def _memory_rows(parts: list[HostPart]) -> tuple[AllocatorRow, ...]:
+    """Every host's allocators, largest peak first; named by host when there are several."""
+    if len(parts) == 1:
+        return parts[0].memory
+    rows = [dataclasses.replace(r, host=p.host) for p in parts for r in p.memory]
+    return tuple(sorted(rows, key=lambda r: (-r.peak_bytes, r.host, r.name)))
 
 
 def _parts(tl) -> Breakdown:
@@ -139,17 +204,17 @@ def _steps_summary(steps, tl, host: str = "") -> StepsSummary:
     return StepsSummary(count, source, int(tl.dur.mean()), int(np.median(tl.dur)), steps.note, rows)
 
 
-def _notes(trace: Trace, steps, eager: bool) -> tuple[str, ...]:
+def _notes(hosts: int, problems: tuple[str, ...], steps, eager: bool) -> tuple[str, ...]:
     notes = []
     if eager:
         notes.append("the model ran eagerly (Keras 3 runs model(x) op by op outside tf.function); "
                      "XProf attributes none of this time to ops, tftrace does")
     if steps.kind == "marker" and steps.count == 1:
         notes.append("only one step was captured: step-to-step spread cannot be measured")
-    if len(trace.hosts) > 1:
-        notes.append(f"{len(trace.hosts)} hosts: steps and breakdown are the slowest host's (in synchronous "
+    if hosts > 1:
+        notes.append(f"{hosts} hosts: steps and breakdown are the slowest host's (in synchronous "
                      "training it sets every host's step time); ops add up over all hosts; see the hosts table")
-    notes += [f"left out, unreadable: {p}" for p in trace.problems]
+    notes += [f"left out, unreadable: {p}" for p in problems]
     return tuple(notes)
 
 

@@ -12,7 +12,7 @@ import time
 from tftrace.capture import data_source
 from tftrace.capture.state import Snapshot, variables_of
 from tftrace.capture.timing import time_batches, time_each
-from tftrace.experiment_file import EXPERIMENT
+from tftrace.read.experiment_file import EXPERIMENT
 MIN_BATCHES, MAX_BATCHES = 3, 50
 MIN_TIMED_S = 0.2  # calls of a few ms are repeated for this long: a median of five is noise
 _STEP_FUNCTIONS = {"fit": "train_function", "evaluate": "test_function", "predict": "predict_function"}

@@ -66,7 +66,7 @@ class Results:
 def _analysed(session: Session, top: int | None = None):
     """The run's report entry; a run that cannot be read becomes an entry carrying its error."""
     from tftrace.analysis.run import analyze_trace, failed_run
-    from tftrace.loader import load_run
+    from tftrace.read.loader import load_run
     try:
         return analyze_trace(load_run(as_run(session)), session.name, top)
     except TftraceError as e:

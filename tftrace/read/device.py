@@ -7,7 +7,7 @@ import re
 import numpy as np
 
 from tftrace.names import Op, parse_tf_op, strip_annotation
-from tftrace.xplane.stats import parsed_stats, stat_value
+from tftrace.read.stats import parsed_stats, stat_int, stat_value
 
 _HLO_SUFFIX = re.compile(r"\.\d+\Z")
 _COPIES = ("kernel:Memcpy", "kernel:Memset")
@@ -48,8 +48,8 @@ def device_names(builder, line, name, stat_names) -> tuple[np.ndarray, dict[str,
         if label is not None:
             out[i] = builder.intern(f"{label[0]}:{label[1]}", Op(label[0], label[1], "device"))
         for key, col in _LINKS.items():
-            value = stat_value(st[key], stat_names) if key in st else None
-            if isinstance(value, int) and value >= 0:
+            value = stat_int(stat_value(st[key], stat_names)) if key in st else None
+            if value is not None and value >= 0:
                 links[col][i] = value
     return out, links
 

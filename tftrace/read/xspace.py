@@ -7,16 +7,16 @@ import os
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from tftrace.build import TraceBuilder, line_role
+from tftrace.read.build import TraceBuilder, line_role
 from tftrace.errors import TraceReadError
 from tftrace.events import INT_STATS, STR_STATS, LineInfo
-from tftrace.xplane.lines import decode_line
-from tftrace.xplane.schema import XPlaneLazy, XSpaceLazy
-from tftrace.xplane import wire
-from tftrace.xplane.device import device_label, device_names
-from tftrace.xplane.memory import ALLOCATION, DEALLOCATION, memory_rows
-from tftrace.xplane.stats import parsed_stats, stat_value
-from tftrace.xplane.wire import Field, WireError, WireFile, fields
+from tftrace.read.lines import check_times, decode_line
+from tftrace.read.schema import XPlaneLazy, XSpaceLazy
+from tftrace.read import wire
+from tftrace.read.device import device_label, device_names
+from tftrace.read.memory import ALLOCATION, DEALLOCATION, memory_rows
+from tftrace.read.stats import parsed_stats, stat_int, stat_value
+from tftrace.read.wire import Field, WireError, WireFile, fields
 
 # Host events whose stats never matter here; skipping them keeps the one pass lean.
 _NO_STATS = frozenset({
@@ -35,6 +35,10 @@ LAUNCH_PREFIXES = ("cuLaunch", "cudaLaunch", "cuGraphLaunch", "cudaGraphLaunch",
                    "hipExtLaunch", "hipGraphLaunch", "hipMemcpy", "hipMemset")
 
 
+# Times stay within +-2**62 ps (53 days from the clock's start), as the JSON reader keeps them:
+# any difference of two, as the analyses take, then fits int64.
+TIME_LIMIT_PS = 2 ** 62
+
 # Field numbers (xplane.proto): XSpace.planes, XSpace.hostnames, XPlane.lines.
 _SPACE_PLANES, _SPACE_HOSTNAMES, _PLANE_LINES = 1, 4, 3
 
@@ -52,7 +56,9 @@ def read_xspace(path: str, builder: TraceBuilder, progress=None, host: str | Non
             _read_space(WireFile(f, size), path, builder, progress or _silent, host)
     except OSError as e:
         raise TraceReadError(f"{path}: cannot read: {e.strerror or e}") from None
-    except (WireError, DecodeError, RuntimeError):
+    except WireError as e:
+        raise TraceReadError(f"{path}: not a readable XSpace trace (the protobuf is truncated or corrupt: {e})") from None
+    except (DecodeError, RuntimeError):
         raise TraceReadError(f"{path}: not a readable XSpace trace (the protobuf is truncated or corrupt)") from None
 
 
@@ -87,6 +93,7 @@ def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder, progr
     names = _PlaneNames(builder, head)
     for p in lines:
         line = decode_line(wire.value(wf, p), clock.get("base_ns"))
+        check_times(line, TIME_LIMIT_PS)
         clock.setdefault("base_ns", line.base_ns)
         role = line_role(head.name, line.name)
         info = LineInfo(host, head.name, line.name or line.display_name, role)
@@ -104,8 +111,8 @@ def _read_clock(plane, host: str, builder: TraceBuilder) -> None:
     names = {k: v.name for k, v in plane.stat_metadata.items()}
     for st in plane.stats:
         if names.get(st.metadata_id) == "profile_start_time":
-            value = stat_value(st, names)
-            if isinstance(value, int) and value > 0:
+            value = stat_int(stat_value(st, names))
+            if value is not None and value > 0:
                 builder.profile_start_ns[host] = value
 
 
@@ -183,11 +190,10 @@ def _event_stats(builder, line, wanted, stat_names, n) -> dict[str, np.ndarray] 
             if col is None:
                 continue
             value = stat_value(st, stat_names)
-            if key in STR_STATS:
-                value = builder.intern(str(value))
-            elif not isinstance(value, (int, float)):
+            value = builder.intern(str(value)) if key in STR_STATS else stat_int(value)
+            if value is None:
                 continue
             if col not in cols:
                 cols[col] = np.full(n, -1, np.int64)
-            cols[col][i] = int(value)
+            cols[col][i] = value
     return cols

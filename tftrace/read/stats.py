@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 from google.protobuf.message import DecodeError
 
-from tftrace.xplane.schema import XStat
+from tftrace.read.schema import XStat
 
 
 def parsed_stats(event) -> list:
@@ -16,6 +18,21 @@ def parsed_stats(event) -> list:
         except DecodeError:
             continue
     return out
+
+
+_INT64 = 2 ** 63
+
+
+def stat_int(value) -> int | None:
+    """A stat's value as an int that fits the int64 columns, or None: a corrupt file may hold
+    any number (a uint64 from 2**63, inf, NaN), and numpy refuses those with an exception."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        value = int(value)
+    if not isinstance(value, int) or not -_INT64 <= value < _INT64:
+        return None
+    return value
 
 
 def stat_value(st, stat_names):

@@ -6,10 +6,10 @@ from array import array
 
 import numpy as np
 
-from tftrace.build import TraceBuilder, line_role
+from tftrace.read.build import TraceBuilder, line_role
 from tftrace.events import INT_STATS, STR_STATS, LineInfo
 from tftrace.names import Op, parse_tf_op
-from tftrace.xplane.json_stream import event_batches
+from tftrace.read.json_stream import event_batches
 
 # Event args worth keeping: step-related stats, and the op a device event ran.
 _WANTED = frozenset(INT_STATS) | frozenset(STR_STATS) | {"long_name"}

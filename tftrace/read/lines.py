@@ -15,9 +15,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tftrace.xplane import varints
-from tftrace.xplane.schema import XEventLazy, XLineRaw
-from tftrace.xplane.wire import WireError
+from tftrace.read import varints
+from tftrace.read.schema import XEventLazy, XLineRaw
+from tftrace.read.wire import WireError
 
 _EVENT_TAG = 0x22  # field 4, length-delimited
 _FIELD_TAGS = (0x08, 0x10, 0x18)  # fields 1-3 as varints, in the order writers put them
@@ -79,8 +79,31 @@ def decode_line(data: bytes, base_ns: int | None = 0) -> Line:
             _decode_events(blob, wide, starts, starts + lengths[part], [c[part] for c in cols], rest[part])
     except IndexError:  # a varint in the last event that never ends
         raise WireError("an event's field runs past its line") from None
-    cols[1] += (start_ns - base_ns) * 1000  # offsets from the line's start (ns) to times (ps)
+    _shift_times(cols[1], (start_ns - base_ns) * 1000)
     return Line(name, display, cols[0], cols[1], cols[2], rest, data, tags, base_ns)
+
+
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _shift_times(start_ps: np.ndarray, shift_ps: int) -> None:
+    """Offsets from the line's start to times (ps), in place, after checking that every time
+    fits int64: a corrupt timestamp would otherwise raise OverflowError, or wrap silently."""
+    if len(start_ps) and not (-_INT64_MAX <= int(start_ps.min()) + shift_ps
+                              and int(start_ps.max()) + shift_ps <= _INT64_MAX):
+        raise WireError("a line's timestamp is out of range (corrupt?)")
+    start_ps += shift_ps
+
+
+def check_times(line: "Line", limit: int) -> None:
+    """Raise WireError unless every event starts and ends within +-limit ps: a corrupt offset
+    or duration would make the analyses' sums and differences overflow."""
+    if not len(line):
+        return
+    lo, hi = int(line.start_ps.min()), int(line.start_ps.max())
+    shortest, longest = int(line.duration_ps.min()), int(line.duration_ps.max())
+    if lo + min(shortest, 0) <= -limit or hi + max(longest, 0) >= limit:
+        raise WireError("an event's time or duration is out of range (corrupt?)")
 
 
 def _back_to_back(data: bytes, blob: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:

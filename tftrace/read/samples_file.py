@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 
 from tftrace.errors import TraceReadError
-from tftrace.xplane.json_stream import limit_bytes
+from tftrace.read.json_stream import limit_bytes
 
 
 def read_samples(path: str) -> dict:

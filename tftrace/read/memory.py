@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from google.protobuf.message import DecodeError
 
-from tftrace.xplane.schema import XEvent
-from tftrace.xplane.stats import stat_value
+from tftrace.read.schema import XEvent
+from tftrace.read.stats import stat_int, stat_value
 
 ALLOCATION, DEALLOCATION = "MemoryAllocation", "MemoryDeallocation"
 # Counters and sizes the allocator records with each event (-1 where absent).
@@ -57,9 +59,18 @@ def _column(col: str, values: list) -> np.ndarray:
     if kind is object:
         return np.array([str(v) if v is not None else "" for v in values], object)
     if col == "addr":  # an address may use all 64 bits; signed stats wrap into them
-        return np.array([int(v) & 0xFFFFFFFFFFFFFFFF if isinstance(v, (int, float)) else 0 for v in values], np.uint64)
-    clean = [v if isinstance(v, (int, float)) else default for v in values]
-    return np.array(clean, kind) if kind is np.float64 else np.array([int(v) for v in clean], kind)
+        return np.array([_address(v) for v in values], np.uint64)
+    if kind is np.float64:
+        return np.array([v if isinstance(v, (int, float)) else default for v in values], kind)
+    clean = (stat_int(v) for v in values)
+    return np.array([default if v is None else v for v in clean], kind)
+
+
+def _address(value) -> int:
+    """An address stat as uint64 bits (0 where it is not a number)."""
+    if isinstance(value, float):
+        value = int(value) if math.isfinite(value) else 0
+    return value & 0xFFFFFFFFFFFFFFFF if isinstance(value, int) else 0
 
 
 def _stats(line, i: int):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tftrace.xplane.wire import WireError
+from tftrace.read.wire import WireError
 
 _HI = np.uint64(0x8080808080808080)  # each byte's continuation bit
 _LO7 = np.uint64(0x7F7F7F7F7F7F7F7F)  # each byte's 7 payload bits

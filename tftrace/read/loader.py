@@ -5,30 +5,40 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from tftrace.build import TraceBuilder
+from tftrace.read.build import TraceBuilder
 from tftrace.capture.sampler import SAMPLES_FILE
 from tftrace.capture.sidecar import SIDECAR
-from tftrace.experiment_file import EXPERIMENT, read_experiment
+from tftrace.read.experiment_file import EXPERIMENT, read_experiment
 from tftrace.errors import TraceReadError
-from tftrace.logdir import Run, find_runs, host_from_file
-from tftrace.samples_file import read_samples
-from tftrace.sidecar_file import read_sidecar
+from tftrace.read.logdir import Run, find_runs, host_from_file
+from tftrace.read.samples_file import read_samples
+from tftrace.read.sidecar_file import read_sidecar
 from tftrace.events import Trace
-from tftrace.xplane.read import read_xspace
-from tftrace.xplane.trace_json import read_trace_json
+from tftrace.read.xspace import read_xspace
+from tftrace.read.trace_json import read_trace_json
 
 
 def load_run(run: Run, progress=None) -> Trace:
     """Read every host file of a run. A broken host file is left out and named in the Trace's
     `problems`, the other hosts kept; if no file reads, raise TraceReadError naming the first.
     `progress(path, bytes_done, bytes_total)` hears how reading a large file goes."""
+    return _load(run, run.files, progress, True)
+
+
+def load_host(run: Run, path: str, beside_files: bool = False, progress=None) -> Trace:
+    """One host file of a run as a Trace of its own (named as load_run names it), with the
+    run's sidecar; `beside_files` also reads its Python samples and experiment figures."""
+    return _load(run, (path,), progress, beside_files, by_file=len(run.files) > 1)
+
+
+def _load(run: Run, files, progress, beside_files: bool, by_file: bool | None = None) -> Trace:
     fmt = "xplane" if any(f.endswith(".xplane.pb") for f in run.files) else "trace_json"
     builder = TraceBuilder(run.path, fmt)
     problems: list[TraceReadError] = []
     # Two processes on one machine write the same hostname into their XSpace: with several
     # files, each file's name (`<host>.xplane.pb`, `127.0.0.1_6009.xplane.pb`) names its host.
-    by_file = len(run.files) > 1
-    for path in run.files:
+    by_file = len(files) > 1 if by_file is None else by_file
+    for path in files:
         mark = builder.mark()
         try:
             if path.endswith(".xplane.pb"):
@@ -38,18 +48,19 @@ def load_run(run: Run, progress=None) -> Trace:
         except TraceReadError as e:
             builder.rollback(mark)
             problems.append(e)
-    if len(problems) == len(run.files):
+    if len(problems) == len(files):
         raise problems[0]
     trace = builder.build()
     samples, samples_path, sidecar_path = None, beside(run, SAMPLES_FILE), beside(run, SIDECAR)
-    if os.path.isfile(samples_path):
+    if beside_files and os.path.isfile(samples_path):
         try:
             samples = read_samples(samples_path)
         except TraceReadError as e:  # the trace stands without them
             problems.append(e)
     sidecar, noted = read_sidecar(sidecar_path) if os.path.isfile(sidecar_path) else ({}, [])
     experiment_path = beside(run, EXPERIMENT)
-    experiment, more = read_experiment(experiment_path) if os.path.isfile(experiment_path) else (None, [])
+    experiment, more = (read_experiment(experiment_path) if beside_files and os.path.isfile(experiment_path)
+                        else (None, []))
     return dataclasses.replace(trace, sidecar=sidecar, problems=tuple(str(e) for e in problems) + tuple(noted + more),
                                python_samples=samples, experiment=experiment)
 

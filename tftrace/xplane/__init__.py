@@ -1,1 +1,0 @@
-"""Reading trace files (XSpace protobufs, legacy trace viewer JSON) without TensorFlow."""
