@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 
 import keras
 
@@ -93,7 +94,9 @@ class TraceCallback(keras.callbacks.Callback):
         super().__init__()
         self.confirm = confirm
         self.experiments: list = []  # one Experiment per confirmed call (`confirm=True`)
-        self._captured: dict[str, tuple[str, int]] = {}  # mode -> (run folder, steps) of this call's last window
+        # mode -> (run folder, steps, wall seconds) of this call's last complete window
+        self._captured: dict[str, tuple[str, int, float]] = {}
+        self._opened_at = 0.0
         self.log_dir = str(log_dir)
         self.python = python
         self.server_port = server_port
@@ -242,6 +245,7 @@ class TraceCallback(keras.callbacks.Callback):
         frame = _loop_frame(self._callbacks)
         if session.start(alive=lambda: frame is None or guard.running(frame)):
             self._session, self._session_mode = session, mode
+            self._opened_at = time.perf_counter()
             self._sigint.arm()
             self._mark_callbacks()
         else:
@@ -293,7 +297,7 @@ class TraceCallback(keras.callbacks.Callback):
         if run:
             self.runs.append(run)
             if cut_short is None:
-                self._captured[mode] = (run, len(session.steps))
+                self._captured[mode] = (run, len(session.steps), time.perf_counter() - self._opened_at)
         if mode != "train":
             self._done.add(mode)
 
@@ -428,10 +432,10 @@ class TraceCallback(keras.callbacks.Callback):
         captured = self._captured.pop(mode, None)
         if not self.confirm or captured is None or self.model is None:
             return
-        run_dir, steps = captured
+        run_dir, steps, seconds = captured
         call = _MODES[mode]
         try:
-            raw = experiment.keras_call(self.model, call, experiment.batches_for(steps))
+            raw = experiment.keras_call(self.model, call, experiment.batches_for(steps), budget_s=seconds)
         except Exception as e:  # never into the user's training: a warning and a note in the report
             raw = experiment.new("step", call, 0)
             raw["error"] = f"{type(e).__name__}: {e}"

@@ -29,10 +29,13 @@ def batches_for(window_steps: int) -> int:
     return max(MIN_BATCHES, min(MAX_BATCHES, int(window_steps or 0)))
 
 
-def keras_call(model, call: str, n: int) -> dict:
+def keras_call(model, call: str, n: int, budget_s: float | None = None) -> dict:
     """Input alone and step alone for the running Keras `call` (fit, evaluate or predict), with
-    every variable of the model, its optimizer and its metrics put back bit for bit."""
+    every variable of the model, its optimizer and its metrics put back bit for bit. `budget_s`:
+    the capture window's wall time; short calls are repeated for at most that long, so the
+    experiment costs about twice the window (the input's batches, then the step's calls)."""
     raw = new("step", call, n)
+    min_s = MIN_TIMED_S if budget_s is None else min(MIN_TIMED_S, budget_s)
     try:
         source = data_source.batches(data_source.keras_epoch_iterator(model, call))
     except data_source.Unavailable as e:
@@ -47,10 +50,10 @@ def keras_call(model, call: str, n: int) -> dict:
         if batch is None:
             raw["skipped"].append("step alone: the data holds no batch")
             return raw
-        step = time_each(_step_call(model, call, batch), n, min_s=MIN_TIMED_S)[0]
+        step = time_each(_step_call(model, call, batch), n, min_s=min_s)[0]
         raw.update(step_alone_ms=step.ms, step_calls=step.count)
         if call == "predict":
-            raw.update(predict_alternatives(model, _features(batch), n))
+            raw.update(predict_alternatives(model, _features(batch), n, min_s / 4))
     finally:
         snapshot.restore()
     return raw
@@ -75,7 +78,7 @@ def _features(batch):
     return batch[0] if isinstance(batch, tuple) else batch
 
 
-def predict_alternatives(model, x, n: int) -> dict:
+def predict_alternatives(model, x, n: int, min_s: float = MIN_TIMED_S) -> dict:
     """ms per call of `model.predict(x)` and of the ways to get the same outputs without its
     per-call work (a fresh data pipeline, callbacks, batching), each checked against predict's."""
     import numpy as np
@@ -89,7 +92,7 @@ def predict_alternatives(model, x, n: int) -> dict:
     out: dict = {"correct": {}}
     expected = None
     for name, call in calls.items():
-        timed, result = time_each(call, n, min_s=MIN_TIMED_S)
+        timed, result = time_each(call, n, min_s=min_s)
         out[name + "_ms"] = timed.ms
         flat = [np.asarray(v) for v in tf.nest.flatten(result)]
         if expected is None:
