@@ -9,45 +9,14 @@ import time
 import keras
 
 from tftrace.capture import experiment, guard, marks, session as sessions
+from tftrace.capture.server import serve
 from tftrace.capture.session import ProfilerSession, _warn
+from tftrace.capture.window import Window
 from tftrace.capture.sidecar import describe
 
 _MODES = {"train": "fit", "test": "evaluate", "predict": "predict"}
 # The model attribute each mode's step runs through: guarded while a mode runs (see _begin_mode).
 _STEP_FUNCTIONS = {"train": "train_function", "test": "test_function", "predict": "predict_function"}
-
-
-class _Window:
-    """Steps [first, last] of one mode (in chosen epochs, for fit) to profile."""
-
-    def __init__(self, spec, default_len: int, warmup: int):
-        self.default = spec is True or spec == "auto"
-        self.reached = False
-        if spec is None or spec is False:
-            self.first = self.last = None
-        elif self.default:
-            self.first, self.last = warmup, warmup + default_len - 1
-        elif isinstance(spec, int):
-            self.first, self.last = warmup, warmup + spec - 1
-        else:
-            self.first, self.last = int(spec[0]), int(spec[1])
-
-    @property
-    def enabled(self) -> bool:
-        return self.first is not None
-
-    def planned(self, steps_per_execution: int) -> int:
-        """How many marked calls the window holds (one per call when a call runs several steps)."""
-        spe = steps_per_execution
-        return len([b for b in range(0, self.last + 1, spe) if b + spe - 1 >= self.first])
-
-    def fit_to(self, total: int | None) -> None:
-        """A short run still gets a window: pull it back inside the steps that will run."""
-        if not self.enabled or not total or self.first < total:
-            return
-        span = self.last - self.first
-        self.first = max(1, total - span - 1) if total > 2 else 0
-        self.last = min(total - 1, self.first + span)
 
 
 class TraceCallback(keras.callbacks.Callback):
@@ -108,7 +77,7 @@ class TraceCallback(keras.callbacks.Callback):
         self.max_windows = max_windows
         self.runs: list[str] = []
         self._epoch = 0
-        self._windows: dict[str, _Window] = {}
+        self._windows: dict[str, Window] = {}
         self._done: set[str] = set()
         self._session: ProfilerSession | None = None
         self._session_mode = ""
@@ -133,7 +102,7 @@ class TraceCallback(keras.callbacks.Callback):
         if not (mode == "test" and self._modes == ["train"]):
             self._begin_call()  # outermost: fit, or evaluate/predict on their own
         self._modes.append(mode)
-        window = _Window(self._specs[mode], self._window_len, self._warmup)
+        window = Window(self._specs[mode], self._window_len, self._warmup)
         if window.default:  # a window the user chose is theirs; a default one adapts to short calls
             window.fit_to(self._total_steps(mode))
         self._windows[mode] = window
@@ -375,7 +344,7 @@ class TraceCallback(keras.callbacks.Callback):
         super().set_model(model)
         self._callbacks = _calling_list(self)
         if self.server_port is not None:
-            _serve(self.server_port)
+            serve(self.server_port)
 
     def on_train_begin(self, logs=None):
         self._begin_mode("train")
@@ -471,19 +440,3 @@ def _loop_frame(callbacks):
     while frame is not None and (any(frame.f_globals is g for g in ours) or frame.f_code in codes):
         frame = frame.f_back
     return frame
-
-
-_serving: set[int] = set()
-
-
-def _serve(port: int) -> None:
-    """Start TensorFlow's profiler server once per process (a second start on the port fails)."""
-    if port in _serving:
-        return
-    import tensorflow as tf
-    try:
-        tf.profiler.experimental.server.start(int(port))
-        _serving.add(port)
-    except Exception as e:
-        _warn(f"could not start the profiler server on port {port} ({type(e).__name__}: {e}); "
-              "tftrace capture will not reach this worker")
