@@ -45,7 +45,9 @@ def _measured(raw: dict, steps: StepsSummary | None) -> tuple[float | None, str]
     rows = steps.steps if steps is not None and steps.count else ()
     if rows:
         cycles = sorted(s.dur_ps + s.idle_ps for s in rows)
-        return round(cycles[len(cycles) // 2] / 1e9, 3), "trace"
+        mid = len(cycles) // 2
+        median = cycles[mid] if len(cycles) % 2 else (cycles[mid - 1] + cycles[mid]) / 2
+        return round(median / 1e9, 3), "trace"
     loop = raw.get("loop_ms")
     return (round(loop, 3), "loop") if loop else (None, "")
 

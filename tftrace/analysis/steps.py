@@ -4,6 +4,7 @@ lines, or, with no marker at all, the whole window; and say which source was use
 from __future__ import annotations
 
 from collections import Counter
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,9 +152,34 @@ def _user_functions(trace: Trace) -> Steps | None:
     mask = np.zeros(len(ev), bool)
     mask[rows[codes == best]] = True
     name = trace.names[best]
-    note = (f"no step markers: each call of your tf.function '{name}' is one step; the time between calls (your "
+    note = (f"no step markers: each call of your tf.function '{name}' is one step, from the wait for its batch "
+            "(the loop's `next()` on its iterator) to the call's end; the rest of the time between calls (your "
             "loop's Python) is the gap between steps")
-    return _from_rows(trace, mask, f"function '{name}' (your tf.function, one call per step)", "function", note)
+    steps = _from_rows(trace, mask, f"function '{name}' (your tf.function, one call per step)", "function", note)
+    return _with_batch_waits(trace, steps)
+
+
+def _with_batch_waits(trace: Trace, steps: Steps) -> Steps:
+    """Each call's step begins where the loop began waiting for its batch: an `IteratorGetNext`
+    on the Python thread that ends between the previous call and this one. That wait is the
+    step's input, not the user's Python between steps."""
+    ev = trace.events
+    codes = [c for c, n in enumerate(trace.names) if n.split(":")[-1].strip().startswith("IteratorGetNext")]
+    waits = np.flatnonzero(np.isin(ev["name"], codes) & trace.on_lines(lambda ln: ln.role == "python"))
+    if not len(waits) or steps.count < 2:
+        return steps
+    w_start = ev["start_ps"][waits]
+    w_end = w_start + ev["dur_ps"][waits]
+    order = np.argsort(w_end, kind="stable")
+    w_start, w_end = w_start[order], w_end[order]
+    starts = np.asarray(steps.starts, np.int64)
+    prev_end = np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(np.asarray(steps.ends, np.int64))[:-1]])
+    # The last wait that ends at or before each call's start; used only if it began after the previous call ended.
+    last = np.searchsorted(w_end, starts, side="right") - 1
+    ok = last >= 0
+    begin = np.where(ok, w_start[np.maximum(last, 0)], starts)
+    moved = ok & (begin >= prev_end) & (begin < starts)
+    return dataclasses.replace(steps, starts=tuple(np.where(moved, begin, starts).tolist()))
 
 
 def _device_steps(trace: Trace) -> Steps | None:

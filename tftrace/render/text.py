@@ -37,7 +37,8 @@ def render_text(report, color: bool = False, width: int = WIDTH, **_options) -> 
 def _experiment(console: Console, exp) -> None:
     if exp is None:
         return
-    labelled(console, f"[bold]{escape(experiment_head(exp))}:[/bold] ", escape(exp.statement), _INDENT)
+    say(console, f"[bold]{escape(experiment_head(exp))}:[/bold]", _INDENT)  # a long head: the figures go below
+    say(console, escape(exp.statement), _INDENT + 2)
     for line in experiment_skipped(exp):
         say(console, f"[dim]{escape(line)}[/dim]", _INDENT + 2)
 
