@@ -24,6 +24,8 @@ from make_traces import trace_path  # noqa: E402
 _CHILD = r"""
 import hashlib, json, resource, sys, time
 import tftrace.api, tftrace.render
+from tftrace.malloc import keep_freed_memory
+keep_freed_memory()  # as the command does
 way, path = sys.argv[1], sys.argv[2]
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 client = cluster = None

@@ -52,9 +52,10 @@ def _side(path: str, side: str):
 
 def _saved_report(path: str) -> Report:
     import json
+    from tftrace.read import storage
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        with storage.open_binary(path) as f:
+            data = json.loads(f.read().decode("utf-8"))
     except OSError as e:
         raise TraceReadError(f"{path}: cannot read: {e.strerror or e}") from None
     except ValueError as e:

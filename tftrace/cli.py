@@ -114,7 +114,7 @@ def _analyze(
         _write(render(report, "text", color=_color(output), width=_text_width(output)), output)
     else:
         _write(render(report, fmt, table=table), output)
-    if tensorboard and os.path.isdir(path):
+    if tensorboard and _is_folder(path):
         _write_tensorboard(path, report)
     return 0
 
@@ -181,6 +181,12 @@ def _tensorboard(
         raise CommandError(f"{logdir}: no such folder")
     serve(logdir, port)
     return 0
+
+
+def _is_folder(path: str) -> bool:
+    """A local folder, or a folder in cloud storage (already read: it exists)."""
+    from tftrace.read import storage
+    return storage.isdir(path)
 
 
 def _write(text: str, output: Optional[str]) -> None:

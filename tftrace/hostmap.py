@@ -7,7 +7,7 @@ import os
 
 from tftrace.analysis.run import HostPart, analyze_trace, combine_hosts, host_part
 from tftrace.errors import TftraceError, TraceReadError
-from tftrace.malloc import keep_freed_memory
+from tftrace.malloc import freed_memory_kept, keep_freed_memory
 from tftrace.read.loader import load_host, load_run
 from tftrace.read.logdir import Run, host_from_file
 from tftrace.report import RunReport
@@ -94,11 +94,17 @@ class _Dask(_Serial):
         self._client = client
 
     def map(self, fn, args):
-        futures = [self._client.submit(fn, *a, pure=False) for a in args]
+        futures = [self._client.submit(_kept, fn, *a, pure=False) for a in args]
         return self._client.gather(futures)
 
     def call(self, fn, *args):
-        return self._client.submit(fn, *args, pure=False).result()
+        return self._client.submit(_kept, fn, *args, pure=False).result()
+
+
+def _kept(fn, *args):
+    """A task on a Dask worker, with freed memory kept for reuse while it runs (malloc.py)."""
+    with freed_memory_kept():
+        return fn(*args)
 
 
 def _engine(workers: int, client, hosts: int):

@@ -110,11 +110,13 @@ def encode_events(report, wall_time: float) -> bytes:
 def summary_dir(logdir: str) -> str:
     """<logdir>/tftrace; given a run folder (.../plugins/profile/<run>), the TensorBoard run that
     holds it, so nothing is ever added inside a profiled run's folder."""
-    parts = os.path.abspath(logdir).split(os.sep)
+    from tftrace.read import storage
+    sep = "/" if storage.is_url(logdir) else os.sep
+    parts = (logdir.rstrip("/") if sep == "/" else os.path.abspath(logdir)).split(sep)
     for i in range(len(parts) - 2, 0, -1):
         if parts[i:i + 2] == ["plugins", "profile"]:
-            return os.path.join(os.sep.join(parts[:i]) or os.sep, RUN_DIR)
-    return os.path.join(logdir, RUN_DIR)
+            return storage.join(sep.join(parts[:i]) or sep, RUN_DIR)
+    return storage.join(logdir, RUN_DIR)
 
 
 def is_own_event_file(name: str) -> bool:
@@ -127,6 +129,9 @@ def write_report(logdir: str, report) -> str:
     wall_time = time.time()
     data = encode_events(report, wall_time)
     where = summary_dir(logdir)
+    from tftrace.read import storage
+    if storage.is_url(where):
+        return _write_remote(where, data, wall_time)
     try:
         os.makedirs(where, exist_ok=True)
         path = _write_file(where, data, wall_time)
@@ -136,10 +141,30 @@ def write_report(logdir: str, report) -> str:
     return where
 
 
+def _event_file_name(wall_time: float) -> str:
+    return f"{_EVENTS_PREFIX}{int(wall_time):010d}.{socket.gethostname()}{_EVENTS_SUFFIX}"
+
+
+def _write_remote(where: str, data: bytes, wall_time: float) -> str:
+    """The event file as one object (a store replaces an object whole: no temporary name needed),
+    then the older ones tftrace wrote removed."""
+    from tftrace.errors import TraceReadError
+    from tftrace.read import storage
+    name = _event_file_name(wall_time)
+    try:
+        storage.write_bytes(storage.join(where, name), data)
+        for old in storage.listdir(where):
+            if is_own_event_file(old) and old != name:
+                storage.remove(storage.join(where, old))
+    except TraceReadError as e:
+        raise TensorBoardError(f"cannot write TensorBoard summaries: {e}") from None
+    return where
+
+
 def _write_file(folder: str, data: bytes, wall_time: float) -> str:
     # Written under a name without "tfevents" and renamed, so a running TensorBoard never reads
     # a half-written file.
-    name = f"{_EVENTS_PREFIX}{int(wall_time):010d}.{socket.gethostname()}{_EVENTS_SUFFIX}"
+    name = _event_file_name(wall_time)
     tmp = os.path.join(folder, f".tftrace-{os.getpid()}.tmp")  # open(), not mkstemp: keep the umask's read bits
     try:
         with open(tmp, "wb") as f:

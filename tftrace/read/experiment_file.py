@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import math
 
+from tftrace.errors import TraceReadError
+from tftrace.read import storage
+
 EXPERIMENT = "tftrace_experiment.json"  # written by capture/experiment.py, beside the run's traces
 _NUMBERS = ("input_alone_ms", "step_alone_ms", "loop_ms", "predict_ms", "predict_on_batch_ms",
             "direct_call_ms", "function_call_ms")
@@ -15,9 +18,8 @@ _TEXTS = ("kind", "mode", "error")
 def read_experiment(path: str) -> tuple[dict | None, list[str]]:
     """(figures, problems): the file's well-formed fields (None if it is unreadable)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
+        data = json.loads(storage.read_bytes(path).decode("utf-8"))
+    except (OSError, ValueError, TraceReadError) as e:
         return None, [f"{path}: unreadable tftrace experiment ({e}); left out"]
     if not isinstance(data, dict):
         return None, [f"{path}: the tftrace experiment is not a JSON object; left out"]

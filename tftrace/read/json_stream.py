@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import gzip
 import json
 import os
@@ -11,6 +12,7 @@ import zlib
 from typing import Iterator
 
 from tftrace.errors import TraceReadError
+from tftrace.read import storage
 
 _MB = 1 << 20
 # Trace viewer events take 100-260 bytes of JSON each in the public traces: the limit holds
@@ -41,7 +43,7 @@ def event_batches(path: str) -> Iterator[list]:
     except json.JSONDecodeError as e:  # where in the file, not in the window of text read
         raise TraceReadError(f"{path}: not valid trace JSON ({e.msg} at character {text.base + e.pos})") from None
     except OSError as e:
-        if isinstance(e, FileNotFoundError) or not os.path.exists(path):
+        if isinstance(e, FileNotFoundError) or not (storage.is_url(path) or os.path.exists(path)):
             raise TraceReadError(f"{path}: cannot read: {e.strerror or e}") from None
         raise TraceReadError(f"{path}: not a readable gzip file (truncated or corrupt: {e})") from None
     except (EOFError, zlib.error) as e:
@@ -61,7 +63,7 @@ def _check_size(path: str, limit: int) -> None:
     """Refuse a file past the limit before parsing any of it: inflating alone is fast, so a
     gzip bomb is refused in about a second, whatever it holds, with one block in memory."""
     if not path.endswith(".gz"):
-        if os.path.getsize(path) > limit:
+        if storage.size(path) > limit:
             raise _too_big(path, limit)
         return
     for _ in _byte_chunks(path, limit):
@@ -70,7 +72,8 @@ def _check_size(path: str, limit: int) -> None:
 
 def _byte_chunks(path: str, limit: int) -> Iterator[bytes]:
     total = 0
-    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
+    with storage.open_binary(path) as raw, \
+            (gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else contextlib.nullcontext(raw)) as f:
         while chunk := f.read(_READ):
             total += len(chunk)
             if total > limit:  # also checked here: the file may grow between the two passes

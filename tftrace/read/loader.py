@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 
 from tftrace.read.build import TraceBuilder
 from tftrace.capture.sampler import SAMPLES_FILE
 from tftrace.capture.sidecar import SIDECAR
 from tftrace.read.experiment_file import EXPERIMENT, read_experiment
 from tftrace.errors import TraceReadError
+from tftrace.read import storage
 from tftrace.read.logdir import Run, find_runs, host_from_file
 from tftrace.read.samples_file import read_samples
 from tftrace.read.sidecar_file import read_sidecar
@@ -52,14 +52,14 @@ def _load(run: Run, files, progress, beside_files: bool, by_file: bool | None = 
         raise problems[0]
     trace = builder.build()
     samples, samples_path, sidecar_path = None, beside(run, SAMPLES_FILE), beside(run, SIDECAR)
-    if beside_files and os.path.isfile(samples_path):
+    if beside_files and storage.isfile(samples_path):
         try:
             samples = read_samples(samples_path)
         except TraceReadError as e:  # the trace stands without them
             problems.append(e)
-    sidecar, noted = read_sidecar(sidecar_path) if os.path.isfile(sidecar_path) else ({}, [])
+    sidecar, noted = read_sidecar(sidecar_path) if storage.isfile(sidecar_path) else ({}, [])
     experiment_path = beside(run, EXPERIMENT)
-    experiment, more = (read_experiment(experiment_path) if beside_files and os.path.isfile(experiment_path)
+    experiment, more = (read_experiment(experiment_path) if beside_files and storage.isfile(experiment_path)
                         else (None, []))
     return dataclasses.replace(trace, sidecar=sidecar, problems=tuple(str(e) for e in problems) + tuple(noted + more),
                                python_samples=samples, experiment=experiment)
@@ -67,7 +67,9 @@ def _load(run: Run, files, progress, beside_files: bool, by_file: bool | None = 
 
 def beside(run: Run, name: str) -> str:
     """The path of a file saved beside a run's traces (its sidecar, Python samples, experiment)."""
-    return os.path.join(run.path if os.path.isdir(run.path) else os.path.dirname(run.path), name)
+    # A run given as one file has it as its path (logdir.find_runs): its folder holds the rest.
+    folder = storage.dirname(run.path) if run.files == (run.path,) else run.path
+    return storage.join(folder, name)
 
 
 def load(path: str) -> Trace:

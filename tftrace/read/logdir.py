@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 
 from tftrace.errors import NoTracesError, TraceReadError
+from tftrace.read import storage
 
 TRACE_SUFFIXES = (".xplane.pb", ".trace.json.gz", ".trace.json")
 
@@ -24,20 +25,18 @@ def is_trace_file(path: str) -> bool:
 
 
 def find_runs(path: str) -> list[Run]:
-    """The runs under `path`, sorted by name; raises when there is nothing to read."""
-    if not os.path.exists(path):
-        raise TraceReadError(f"{path}: no such file or folder")
-    if os.path.isfile(path):
+    """The runs under `path` (a local path or an fsspec URL such as gs://bucket/logdir), sorted by
+    name; raises when there is nothing to read."""
+    if storage.kind(path) == "file":
         if not is_trace_file(path):
             raise TraceReadError(f"{path}: not a trace file (expected *.xplane.pb or *.trace.json[.gz])")
-        return [Run(path, os.path.basename(path), (path,))]
+        return [Run(path, _basename(path), (path,))]
     runs = []
-    for folder, dirs, files in os.walk(path):
+    for folder, dirs, files in storage.walk(path):
         dirs.sort()
         traces = _preferred(sorted(f for f in files if is_trace_file(f)))
         if traces:
-            name = os.path.relpath(folder, path)
-            runs.append(Run(folder, "." if name == "." else name, tuple(os.path.join(folder, f) for f in traces)))
+            runs.append(Run(folder, storage.relative(folder, path), tuple(storage.join(folder, f) for f in traces)))
     if not runs:
         raise NoTracesError(f"{path}: no profiler traces found (*.xplane.pb or *.trace.json[.gz]) in this folder or below")
     return sorted(runs, key=lambda r: r.name)
@@ -53,8 +52,12 @@ def _preferred(files: list[str]) -> list[str]:
     return sorted(by_host.values())
 
 
+def _basename(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1] if storage.is_url(path) else os.path.basename(path)
+
+
 def host_from_file(path: str) -> str:
-    base = os.path.basename(path)
+    base = _basename(path)
     for s in TRACE_SUFFIXES:
         if base.endswith(s):
             return base[: -len(s)]

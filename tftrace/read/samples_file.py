@@ -9,6 +9,7 @@ import numbers
 import numpy as np
 
 from tftrace.errors import TraceReadError
+from tftrace.read import storage
 from tftrace.read.json_stream import limit_bytes
 
 
@@ -18,7 +19,7 @@ def read_samples(path: str) -> dict:
     or does not hold what capture/sampler.py writes."""
     limit = limit_bytes()
     try:
-        with gzip.open(path, "rb") as f:
+        with storage.open_binary(path) as packed, gzip.GzipFile(fileobj=packed) as f:
             raw = f.read(limit + 1)  # bounded: a small .gz can inflate to gigabytes
         if len(raw) > limit:
             raise TraceReadError(f"{path}: Python samples hold more than {limit >> 20} MB once inflated; left out")

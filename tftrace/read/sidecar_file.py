@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 
+from tftrace.errors import TraceReadError
+from tftrace.read import storage
+
 
 # The fields the analyses read, and what each must be.
 _FIELDS = {
@@ -18,9 +21,8 @@ _FIELDS = {
 def read_sidecar(path: str) -> tuple[dict, list[str]]:
     """(fields, problems): the sidecar's well-formed fields, and a note for what was left out."""
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
+        data = json.loads(storage.read_bytes(path).decode("utf-8"))
+    except (OSError, ValueError, TraceReadError) as e:
         return {}, [f"{path}: unreadable tftrace sidecar ({e}); left out"]
     if not isinstance(data, dict):
         return {}, [f"{path}: the tftrace sidecar is not a JSON object; left out"]

@@ -12,7 +12,7 @@ from tftrace.errors import TraceReadError
 from tftrace.events import INT_STATS, STR_STATS, LineInfo
 from tftrace.read.lines import check_times, decode_line
 from tftrace.read.schema import XPlaneLazy, XSpaceLazy
-from tftrace.read import wire
+from tftrace.read import storage, wire
 from tftrace.read.device import device_label, device_names
 from tftrace.read.memory import ALLOCATION, DEALLOCATION, memory_rows
 from tftrace.read.stats import parsed_stats, stat_int, stat_value
@@ -49,10 +49,10 @@ def read_xspace(path: str, builder: TraceBuilder, progress=None, host: str | Non
     if given, hears how many bytes are read after each line; `host` overrides the file's own
     host name."""
     try:
-        size = os.path.getsize(path)
+        size = storage.size(path)
         if size == 0:
             raise TraceReadError(f"{path}: empty file, not an XSpace trace")
-        with open(path, "rb") as f:
+        with storage.open_binary(path) as f:
             _read_space(WireFile(f, size), path, builder, progress or _silent, host)
     except OSError as e:
         raise TraceReadError(f"{path}: cannot read: {e.strerror or e}") from None
