@@ -352,3 +352,33 @@ def test_evaluate_and_predict_calls_are_confirmed_too(tmp_path):
     predict = {r.mode: r.experiment for r in tftrace.analyze(str(tmp_path)).runs}["predict"]
     assert predict.predict_ms > 0 and predict.direct_call_ms > 0 and predict.fastest
     assert predict.step_measured_ms > 0 and "On one batch: predict" in predict.statement
+
+
+def test_a_custom_loop_under_plain_start_stop_counts_its_batch_waits_as_input(tmp_path):
+    """A generator-fed custom loop captured with nothing but the profiler's start/stop: the wait
+    in `next()` between calls of the step function is input, and confirm's figures, saved beside
+    that run, are read against its steps."""
+    model, optimizer = dense_model(width=512, depth=2), keras.optimizers.Adam()
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    ds = slow_generator_dataset()
+
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return loss
+
+    for x, y in ds.take(2):
+        train_step(x, y)
+    tf.profiler.experimental.start(str(tmp_path))
+    for x, y in ds.take(8):
+        train_step(x, y)
+    tf.profiler.experimental.stop()
+    tftrace.confirm(train_step, ds, steps=5, log_dir=str(tmp_path))
+    run = only_run(tmp_path)
+    assert run["steps"]["count"] >= 7 and "wait for its batch" in run["steps"]["note"]
+    assert run["breakdown"]["input"] >= 0.2, run["breakdown"]
+    assert run["breakdown"]["idle"] < 0.1, run["breakdown"]
+    exp = run["experiment"]
+    assert exp["measured_by"] == "trace" and exp["leads"] == "input", exp["statement"]
