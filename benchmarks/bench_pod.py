@@ -10,7 +10,6 @@ the JSON report.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys

@@ -81,11 +81,11 @@ def cached_batch_step_ms(model, x, y) -> float:
     return statistics.median(b - a for a, b in zip(clock.starts[2:], clock.starts[3:])) * 1e3
 
 
-def median_call_ms(fn) -> float:
-    """Median ms per call, at least N calls and at least 0.2 s of them."""
+def median_call_ms(fn, n: int = N) -> float:
+    """Median ms per call, at least n calls and at least 0.2 s of them."""
     fn()
     times = []
-    while len(times) < N or sum(times) < 0.2:
+    while len(times) < n or sum(times) < 0.2:
         start = time.perf_counter()
         np.asarray(fn())
         times.append(time.perf_counter() - start)
@@ -93,6 +93,12 @@ def median_call_ms(fn) -> float:
 
 
 FLOOR_MS = 0.5  # below this, two timings of the same work differ by clock and scheduling noise alone
+
+
+def thrice(measure) -> float:
+    """The middle of three timings: one timing of a few ms steps moves by up to 1.5x here when
+    another process wakes up."""
+    return statistics.median(measure() for _ in range(3))
 
 
 def within(measured: float, independent: float) -> bool:
@@ -136,17 +142,34 @@ PROGRAMS = {  # name: (dataset, model, verdict the trace should give)
 }
 
 
-@pytest.fixture(scope="module", params=sorted(PROGRAMS))
-def program(request, tmp_path_factory):
-    make_data, make_model, bound = PROGRAMS[request.param]
+def capture_program(name: str, log_dir):
+    """Fit the program with confirm=True, then time its figures without tftrace."""
+    make_data, make_model, _ = PROGRAMS[name]
     keras.utils.set_random_seed(0)
     model, dataset = make_model(), make_data()
-    cb = callback(tmp_path_factory.mktemp(request.param))
+    cb = callback(log_dir)
     model.fit(dataset, epochs=1, verbose=0, callbacks=[cb])
     run = only_run(cb.log_dir)
     x, y = next(iter(dataset))
-    independent = {"input_alone_ms": input_alone_ms(dataset), "step_alone_ms": cached_batch_step_ms(model, x, y)}
-    return request.param, bound, run, cb, independent
+    independent = {"input_alone_ms": thrice(lambda: input_alone_ms(dataset)),
+                   "step_alone_ms": thrice(lambda: cached_batch_step_ms(model, x, y))}
+    return run, cb, independent
+
+
+def misses(run, independent) -> list:
+    exp = run["experiment"]
+    return [(figure, exp[figure], value) for figure, value in independent.items() if not within(exp[figure], value)]
+
+
+@pytest.fixture(scope="module", params=sorted(PROGRAMS))
+def program(request, tmp_path_factory):
+    name = request.param
+    run, cb, independent = capture_program(name, tmp_path_factory.mktemp(name))
+    if misses(run, independent):
+        # This shared machine slows down in bursts (another process wakes up) and one experiment
+        # can land in one: a figure that misses is measured again, in a new capture, once.
+        run, cb, independent = capture_program(name, tmp_path_factory.mktemp(name + "_again"))
+    return name, PROGRAMS[name][2], run, cb, independent
 
 
 def test_the_experiment_confirms_the_right_verdict(program):
@@ -161,9 +184,7 @@ def test_the_experiment_confirms_the_right_verdict(program):
 
 def test_input_alone_and_step_alone_match_the_same_figures_timed_without_tftrace(program):
     name, _, run, _, independent = program
-    exp = run["experiment"]
-    for figure, value in independent.items():
-        assert within(exp[figure], value), (name, figure, exp[figure], value)
+    assert not misses(run, independent), name
 
 
 def test_the_text_and_html_reports_show_the_experiment_beside_the_verdict(program):
@@ -180,8 +201,14 @@ def test_the_text_and_html_reports_show_the_experiment_beside_the_verdict(progra
 # -- predict: predict against direct calls ------------------------------------------------------
 @pytest.fixture(scope="module")
 def predict_loop(tmp_path_factory):
+    exp, run, independent = capture_predict_loop(tmp_path_factory.mktemp("predict_loop"))
+    if misses(run, independent):  # measured again once, as for the programs above
+        exp, run, independent = capture_predict_loop(tmp_path_factory.mktemp("predict_loop_again"))
+    return exp, run, independent
+
+
+def capture_predict_loop(log_dir):
     """A light model called with predict once per batch of items, as users do in a serving loop."""
-    log_dir = tmp_path_factory.mktemp("predict_loop")
     model = dense_model(width=512, depth=2)
     items = [arrays(64, seed=i)[0] for i in range(12)]
     model.predict(items[0], verbose=0)
@@ -189,9 +216,10 @@ def predict_loop(tmp_path_factory):
         for i, x in enumerate(items):
             with tftrace.step("predict", i):
                 model.predict(x, verbose=0)
-    exp = tftrace.confirm_predict(model, items[0], log_dir=str(log_dir))
-    independent = {"predict_ms": median_call_ms(lambda: model.predict(items[0], verbose=0)),
-                   "direct_call_ms": median_call_ms(lambda: model(items[0], training=False))}
+    # predict's own time per call is bimodal here (about 55 and 80 ms): medians of 20 calls each.
+    exp = tftrace.confirm_predict(model, items[0], repeats=20, log_dir=str(log_dir))
+    independent = {"predict_ms": median_call_ms(lambda: model.predict(items[0], verbose=0), n=20),
+                   "direct_call_ms": thrice(lambda: median_call_ms(lambda: model(items[0], training=False)))}
     return exp, only_run(log_dir), independent
 
 

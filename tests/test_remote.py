@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import BROKEN, PUBLIC, ROOT, run_cli, sample, sample_file
+from conftest import BROKEN, PUBLIC, ROOT, sample, sample_file
 from tftrace.api import analyze, diff
 from tftrace.cli import run
 from tftrace.errors import TraceReadError
