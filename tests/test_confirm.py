@@ -327,20 +327,24 @@ def _with_broken_step(cb, model):
 
 
 # -- custom loops --------------------------------------------------------------------------------
-def test_confirm_times_a_custom_loop_and_puts_the_variables_back(tmp_path):
-    model = dense_model()
-    optimizer = keras.optimizers.Adam()
+def custom_train_step(model, optimizer):
+    """A custom loop's training step, as users write one: a tf.function over (x, y)."""
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    x, y = arrays(320)
-    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
 
     @tf.function
-    def train_step(xb, yb):
+    def train_step(x, y):
         with tf.GradientTape() as tape:
-            loss = loss_fn(yb, model(xb, training=True))
+            loss = loss_fn(y, model(x, training=True))
         optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
         return loss
+    return train_step
 
+
+def test_confirm_times_a_custom_loop_and_puts_the_variables_back(tmp_path):
+    model, optimizer = dense_model(), keras.optimizers.Adam()
+    train_step = custom_train_step(model, optimizer)
+    x, y = arrays(320)
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32)
     for xb, yb in ds.take(2):
         train_step(xb, yb)
     weights = [v.numpy().tobytes() for v in list(model.variables) + list(optimizer.variables)]
@@ -386,17 +390,8 @@ def test_a_custom_loop_under_plain_start_stop_counts_its_batch_waits_as_input(tm
     """A generator-fed custom loop captured with nothing but the profiler's start/stop: the wait
     in `next()` between calls of the step function is input, and confirm's figures, saved beside
     that run, are read against its steps."""
-    model, optimizer = dense_model(width=512, depth=2), keras.optimizers.Adam()
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    train_step = custom_train_step(dense_model(width=512, depth=2), keras.optimizers.Adam())
     ds = slow_generator_dataset()
-
-    @tf.function
-    def train_step(x, y):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-        return loss
-
     for x, y in ds.take(2):
         train_step(x, y)
     tf.profiler.experimental.start(str(tmp_path))

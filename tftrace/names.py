@@ -16,12 +16,27 @@ CALLBACK_MARK = "tftrace callback "
 _MEMCPY = ("MemcpyHToD", "MemcpyDToH", "MemcpyDToD", "MemcpyHToH", "MemcpyH2D", "MemcpyD2H", "MemcpyD2D", "MemcpyP2P")
 
 
+# Ops that wait for the next batch of input data (the iterator's, or a TPU's infeed).
+INPUT_TYPES = {"IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional", "OptionalGetValue",
+               "MultiDeviceIteratorGetNextFromShard", "InfeedDequeue", "InfeedDequeueTuple"}
+H2D = ("memcpyh2d", "memcpyhtod")  # device copy op types (lowercase prefixes) that carry input into a device
+
+
 class Op(NamedTuple):
     """What an event name says about the op it times."""
 
     name: str
     type: str
     kind: str  # "tf" (graph op), "eager" (op run eagerly), "data" (tf.data stage), "memcpy"
+
+
+def is_input_event(name: str, op: Op | None) -> bool:
+    """The event waits for input data: an iterator's next batch, or a copy into the device."""
+    if name.lower().startswith("iteratorgetnext"):
+        return True
+    if op is None:
+        return False
+    return op.type in INPUT_TYPES or (op.kind == "device" and op.type.lower().startswith(H2D))
 
 
 def parse_host_event(event_name: str) -> Op | None:

@@ -24,17 +24,14 @@ import numpy as np
 from tftrace.analysis.device_link import DeviceWork
 from tftrace.analysis.intervals import covered, merge, merge_rows
 from tftrace.analysis.steps import Steps
-from tftrace.names import Op
+from tftrace.names import H2D, Op, is_input_event
 from tftrace.events import Trace
 
-INPUT_TYPES = {"IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional", "OptionalGetValue",
-               "MultiDeviceIteratorGetNextFromShard", "InfeedDequeue", "InfeedDequeueTuple"}
 # Ops that build a tf.data pipeline or iterator: per-call overhead, not model compute.
 PIPELINE_TYPES = {"MakeIterator", "AnonymousIterator", "AnonymousIteratorV2", "AnonymousIteratorV3",
                   "DeleteIterator", "IteratorToStringHandle", "OptionalHasValue", "OptionalNone",
                   "DatasetCardinality", "DatasetToGraphV2", "AnonymousMultiDeviceIteratorV3",
                   "MultiDeviceIteratorInit", "DeleteMultiDeviceIterator", "OptionsDataset"}
-_H2D = ("memcpyh2d", "memcpyhtod")
 
 
 @dataclass(frozen=True)
@@ -62,14 +59,6 @@ class Timeline:
 
 def is_pipeline_op(op: Op) -> bool:
     return op.type in PIPELINE_TYPES or (op.kind == "eager" and "Dataset" in op.type)
-
-
-def is_input_event(name: str, op: Op | None) -> bool:
-    if name.lower().startswith("iteratorgetnext"):
-        return True
-    if op is None:
-        return False
-    return op.type in INPUT_TYPES or (op.kind == "device" and op.type.lower().startswith(_H2D))
 
 
 def event_classes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
@@ -130,7 +119,7 @@ def _device_timeline(trace: Trace, start, end, idle, work: DeviceWork, host_wait
     kind = np.zeros(len(trace.names) + 1, np.int8)  # 0 kernel, 1 copy into the device, 2 other copy
     for code, op in trace.ops.items():
         if _is_copy(op.type):
-            kind[code] = 1 if op.type.lower().startswith(_H2D) else 2
+            kind[code] = 1 if op.type.lower().startswith(H2D) else 2
     kinds = kind[names]
     s_all = ev["start_ps"][work.rows]
     e_all = s_all + ev["dur_ps"][work.rows]

@@ -94,7 +94,7 @@ def diff_runs(base: RunReport, cand: RunReport, base_label: str, cand_label: str
 
 
 def _experiment(base: RunReport, cand: RunReport) -> tuple[ExperimentDelta, ...]:
-    sides = [getattr(r, "experiment", None) for r in (base, cand)]
+    sides = (base.experiment, cand.experiment)
     values = [[getattr(e, f) if e is not None else None for e in sides] for f in EXPERIMENT_FIGURES]
     return tuple(ExperimentDelta(f, b, c) for f, (b, c) in zip(EXPERIMENT_FIGURES, values)
                  if b is not None or c is not None)

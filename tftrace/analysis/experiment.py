@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import statistics
 
 from tftrace.report import Experiment, StepsSummary, Verdict
 
@@ -44,10 +45,7 @@ def _round(ms: float | None) -> float | None:
 def _measured(raw: dict, steps: StepsSummary | None) -> tuple[float | None, str]:
     rows = steps.steps if steps is not None and steps.count else ()
     if rows:
-        cycles = sorted(s.dur_ps + s.idle_ps for s in rows)
-        mid = len(cycles) // 2
-        median = cycles[mid] if len(cycles) % 2 else (cycles[mid - 1] + cycles[mid]) / 2
-        return round(median / 1e9, 3), "trace"
+        return round(statistics.median(s.dur_ps + s.idle_ps for s in rows) / 1e9, 3), "trace"
     loop = raw.get("loop_ms")
     return (round(loop, 3), "loop") if loop else (None, "")
 

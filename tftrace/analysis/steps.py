@@ -12,6 +12,7 @@ import numpy as np
 from tftrace.analysis.iterations import grow_calls
 from tftrace.analysis.sums import exact_sums
 from tftrace.events import Trace
+from tftrace.names import is_input_event
 
 # tf.function names Keras runs once per step (or per `steps_per_execution` steps).
 STEP_FUNCTIONS = ("multi_step_on_iterator", "one_step_on_iterator", "one_step_on_data_distributed",
@@ -164,7 +165,7 @@ def _with_batch_waits(trace: Trace, steps: Steps) -> Steps:
     on the Python thread that ends between the previous call and this one. That wait is the
     step's input, not the user's Python between steps."""
     ev = trace.events
-    codes = [c for c, n in enumerate(trace.names) if n.split(":")[-1].strip().startswith("IteratorGetNext")]
+    codes = [c for c, n in enumerate(trace.names) if is_input_event(n, trace.ops.get(c))]
     waits = np.flatnonzero(np.isin(ev["name"], codes) & trace.on_lines(lambda ln: ln.role == "python"))
     if not len(waits) or steps.count < 2:
         return steps

@@ -16,7 +16,7 @@ from tftrace.capture.sidecar import describe
 
 _MODES = {"train": "fit", "test": "evaluate", "predict": "predict"}
 # The model attribute each mode's step runs through: guarded while a mode runs (see _begin_mode).
-_STEP_FUNCTIONS = {"train": "train_function", "test": "test_function", "predict": "predict_function"}
+_STEP_FUNCTIONS = {mode: experiment.STEP_FUNCTIONS[call] for mode, call in _MODES.items()}
 
 
 class TraceCallback(keras.callbacks.Callback):

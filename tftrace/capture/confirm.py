@@ -108,13 +108,7 @@ def _done(raw: dict, log_dir: str | None):
 
 
 def _newest_run(log_dir: str) -> str:
-    """The run folder `log_dir` is, or the newest under its plugins/profile/."""
-    root = os.path.join(log_dir, "plugins", "profile")
-    if not os.path.isdir(root):
-        if any(f.endswith((".xplane.pb", ".trace.json.gz")) for f in os.listdir(log_dir)):
-            return log_dir
-        raise FileNotFoundError(f"{log_dir} holds no profiled run (no plugins/profile folder)")
-    runs = [os.path.join(root, d) for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))]
-    if not runs:
-        raise FileNotFoundError(f"{log_dir} holds no profiled run")
-    return max(runs, key=os.path.getmtime)
+    """The folder of the newest run under `log_dir` (or of the run `log_dir` is)."""
+    from tftrace.read.logdir import find_runs
+    folders = [r.path if os.path.isdir(r.path) else os.path.dirname(r.path) for r in find_runs(log_dir)]
+    return max(folders, key=os.path.getmtime)

@@ -15,7 +15,8 @@ from tftrace.capture.timing import time_batches, time_each
 from tftrace.read.experiment_file import EXPERIMENT
 MIN_BATCHES, MAX_BATCHES = 3, 50
 MIN_TIMED_S = 0.2  # calls of a few ms are repeated for this long: a median of five is noise
-_STEP_FUNCTIONS = {"fit": "train_function", "evaluate": "test_function", "predict": "predict_function"}
+# The model attribute each Keras call runs its steps through (TraceCallback guards it too).
+STEP_FUNCTIONS = {"fit": "train_function", "evaluate": "test_function", "predict": "predict_function"}
 
 
 def new(kind: str, mode: str, n: int) -> dict:
@@ -64,7 +65,7 @@ def _step_call(model, call: str, batch):
     tf.data iterator that repeats it, as the call's own iterator would feed it, so the step runs
     as in the call with no pipeline work behind it. (predict's step takes the batch itself.)"""
     import tensorflow as tf
-    name = _STEP_FUNCTIONS[call]
+    name = STEP_FUNCTIONS[call]
     getattr(model, "make_" + name)()  # built by the call already; built here if it was not
     fn = getattr(model, name)
     if call == "predict":

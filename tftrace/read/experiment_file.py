@@ -3,11 +3,9 @@ checked: a field of the wrong type is left out with a note, never a traceback.""
 
 from __future__ import annotations
 
-import json
 import math
 
-from tftrace.errors import TraceReadError
-from tftrace.read import storage
+from tftrace.read.checked_json import read_checked
 
 EXPERIMENT = "tftrace_experiment.json"  # written by capture/experiment.py, beside the run's traces
 _NUMBERS = ("input_alone_ms", "step_alone_ms", "loop_ms", "predict_ms", "predict_on_batch_ms",
@@ -17,12 +15,10 @@ _TEXTS = ("kind", "mode", "error")
 
 def read_experiment(path: str) -> tuple[dict | None, list[str]]:
     """(figures, problems): the file's well-formed fields (None if it is unreadable)."""
-    try:
-        data = json.loads(storage.read_bytes(path).decode("utf-8"))
-    except (OSError, ValueError, TraceReadError) as e:
-        return None, [f"{path}: unreadable tftrace experiment ({e}); left out"]
-    if not isinstance(data, dict):
-        return None, [f"{path}: the tftrace experiment is not a JSON object; left out"]
+    return read_checked(path, "experiment", _malformed)
+
+
+def _malformed(data: dict) -> list[str]:
     bad = [k for k in _NUMBERS if k in data and not _number(data[k])]
     bad += [k for k in _TEXTS if k in data and not isinstance(data[k], str)]
     if "batches" in data and not (isinstance(data["batches"], int) and not isinstance(data["batches"], bool)):
@@ -32,9 +28,7 @@ def read_experiment(path: str) -> tuple[dict | None, list[str]]:
     if "correct" in data and not (isinstance(data["correct"], dict)
                                   and all(isinstance(v, bool) for v in data["correct"].values())):
         bad.append("correct")
-    clean = {k: v for k, v in data.items() if k not in bad}
-    return clean, [f"{path}: experiment field{'s' if len(bad) > 1 else ''} {', '.join(sorted(bad))} malformed; "
-                   "left out"] if bad else []
+    return bad
 
 
 def _number(value) -> bool:

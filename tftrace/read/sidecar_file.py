@@ -3,10 +3,7 @@ a field of the wrong type is left out with a note, never a traceback."""
 
 from __future__ import annotations
 
-import json
-
-from tftrace.errors import TraceReadError
-from tftrace.read import storage
+from tftrace.read.checked_json import read_checked
 
 
 # The fields the analyses read, and what each must be.
@@ -20,15 +17,9 @@ _FIELDS = {
 
 def read_sidecar(path: str) -> tuple[dict, list[str]]:
     """(fields, problems): the sidecar's well-formed fields, and a note for what was left out."""
-    try:
-        data = json.loads(storage.read_bytes(path).decode("utf-8"))
-    except (OSError, ValueError, TraceReadError) as e:
-        return {}, [f"{path}: unreadable tftrace sidecar ({e}); left out"]
-    if not isinstance(data, dict):
-        return {}, [f"{path}: the tftrace sidecar is not a JSON object; left out"]
-    bad = sorted(k for k, kind in _FIELDS.items() if k in data and not _fits(data[k], kind, k))
-    clean = {k: v for k, v in data.items() if k not in bad}
-    return clean, [f"{path}: sidecar field{'s' if len(bad) > 1 else ''} {', '.join(bad)} malformed; left out"] if bad else []
+    fields, problems = read_checked(path, "sidecar", lambda data: [k for k, kind in _FIELDS.items()
+                                                                   if k in data and not _fits(data[k], kind, k)])
+    return fields or {}, problems
 
 
 def _fits(value, kind, key: str) -> bool:
