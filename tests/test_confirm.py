@@ -178,7 +178,9 @@ def test_the_experiment_confirms_the_right_verdict(program):
     assert run["verdict"]["bound"] == bound, (name, run["verdict"])
     assert exp["confirmed"] is True, (name, exp["statement"])
     assert run["verdict"]["measured"] and "(measured)" in run["verdict"]["text"]
-    assert exp["measured_by"] == "trace" and exp["step_measured_ms"] > 0
+    # The call's own steps outside the window, not the trace's: the profiler slows a step
+    # (1.2-2x on the heavy model here), and the step timed alone runs without it.
+    assert exp["measured_by"] == "untraced" and exp["step_measured_ms"] > 0 and exp["step_traced_ms"] > 0
     assert cb.experiments and cb.experiments[0].input_alone_ms == pytest.approx(exp["input_alone_ms"], abs=1e-3)
 
 
@@ -360,6 +362,32 @@ def test_a_contradicting_experiment_says_so_and_by_how_much():
     exp = interpret(raw, None, "input")
     assert exp.confirmed is False and "contradicts the input-bound verdict" in exp.statement
     assert "at most 5% of the step" in exp.statement
+
+
+def test_the_measured_step_is_the_untraced_one_and_the_trace_is_shown_beside_it():
+    raw = {"kind": "step", "mode": "fit", "batches": 5, "input_alone_ms": 0.2, "step_alone_ms": 20.0,
+           "untraced_ms": 21.0, "untraced_steps": 8}
+    from tftrace.report import StepRow, StepsSummary
+    row = StepRow(number=3, start_ps=0, dur_ps=40 * 10**9, input_ps=0, compute_ps=40 * 10**9,
+                  host_overhead_ps=0, idle_ps=2 * 10**9)
+    traced = StepsSummary(count=1, source="marker", mean_ps=row.dur_ps, median_ps=row.dur_ps, steps=(row,))
+    exp = interpret(raw, traced, "compute")
+    assert (exp.step_measured_ms, exp.measured_by, exp.step_traced_ms) == (21.0, "untraced", 42.0)
+    assert exp.confirmed is True and "42.00 ms in the trace: the profiler slowed it 2.0x" in exp.statement
+    assert interpret({**raw, "untraced_ms": None}, traced, "compute").measured_by == "trace"
+
+
+def test_the_step_clock_leaves_out_warm_up_and_the_traced_steps_and_those_around_them():
+    from tftrace.capture.timing import StepClock
+    clock = StepClock()
+    for batch in range(12):
+        clock.tick(batch, traced=4 <= batch <= 6)
+    # gaps 0-1 and 1-2: warm-up; 3-4 .. 6-7: into, inside and out of the window
+    assert len(clock.gaps) == 12 - 1 - 2 - 4 and clock.median_ms() is not None
+    clock.new_epoch()
+    clock.tick(5, traced=False)
+    assert len(clock.gaps) == 5  # no gap across an epoch's end
+    assert StepClock().median_ms() is None
 
 
 def test_a_malformed_experiment_file_is_left_out_with_a_note(copy_of):

@@ -70,8 +70,9 @@ class Experiment:
     batches: int = 0  # batches or calls each figure is over
     input_alone_ms: float | None = None  # per batch, a fresh iterator with no model
     step_alone_ms: float | None = None  # per step, the step function on one batch held in memory
-    step_measured_ms: float | None = None  # per step with input, as the trace (or the timed loop) measured it
-    measured_by: str = ""  # trace | loop: where step_measured_ms comes from
+    step_measured_ms: float | None = None  # per step with input, as the call ran it
+    measured_by: str = ""  # untraced | trace | loop: where step_measured_ms comes from
+    step_traced_ms: float | None = None  # per step in the trace (profiler on), when measured_by is untraced
     predict_ms: float | None = None  # per call, model.predict(x)
     predict_on_batch_ms: float | None = None
     direct_call_ms: float | None = None  # model(x, training=False)

@@ -11,18 +11,22 @@ INPUT_SHARE = 0.20  # input explains this share of the step: input-bound (XProf'
 STEP_SHARE = 0.50  # the step alone takes at least half the measured step: its own ops lead
 OUTSIDE_SHARE = 0.25  # time in neither the step nor its input: Keras' loop, callbacks, your Python
 PER_CALL_SPEEDUP = 1.5  # a direct call this much faster than predict: predict's per-call work leads
+PROFILER_SLOWS = 1.1  # a traced step this much slower than the untraced ones: say the profiler's cost
 _ALTERNATIVES = ("predict_on_batch", "direct_call", "function_call")
 
 
 def interpret(raw: dict, steps: StepsSummary | None = None, bound: str = "") -> Experiment:
-    """The Experiment of `raw` (the saved figures). `steps`: the trace's steps, whose median
-    (with the gap after each) is the measured step; without them, the experiment's own timed
-    loop is. `bound`: the trace's verdict, which the figures confirm or not."""
-    measured, by = _measured(raw, steps)
+    """The Experiment of `raw` (the saved figures). The measured step is the call's own steps
+    outside the window where the callback timed them (the profiler slows a step, the step timed
+    alone runs without it); else the median of `steps`, the trace's (with the gap after each);
+    else the experiment's own timed loop. `bound`: the trace's verdict, which the figures
+    confirm or not."""
+    traced = _traced(steps)
+    measured, by = _measured(raw, traced)
     exp = Experiment(
         kind=raw.get("kind", "step"), mode=raw.get("mode", ""), batches=int(raw.get("batches") or 0),
         input_alone_ms=_round(raw.get("input_alone_ms")), step_alone_ms=_round(raw.get("step_alone_ms")),
-        step_measured_ms=measured, measured_by=by,
+        step_measured_ms=measured, measured_by=by, step_traced_ms=traced if by == "untraced" else None,
         skipped=tuple(raw.get("skipped", ())), error=raw.get("error", ""),
         **{f"{k}_ms": _round(raw.get(f"{k}_ms")) for k in ("predict",) + _ALTERNATIVES})
     if exp.error:
@@ -42,18 +46,23 @@ def _round(ms: float | None) -> float | None:
     return None if ms is None else round(float(ms), 3)  # microseconds: finer is clock noise
 
 
-def _measured(raw: dict, steps: StepsSummary | None) -> tuple[float | None, str]:
+def _traced(steps: StepsSummary | None) -> float | None:
     rows = steps.steps if steps is not None and steps.count else ()
-    if rows:
-        return round(statistics.median(s.dur_ps + s.idle_ps for s in rows) / 1e9, 3), "trace"
-    loop = raw.get("loop_ms")
-    return (round(loop, 3), "loop") if loop else (None, "")
+    return round(statistics.median(s.dur_ps + s.idle_ps for s in rows) / 1e9, 3) if rows else None
+
+
+def _measured(raw: dict, traced: float | None) -> tuple[float | None, str]:
+    for figure, by in (("untraced_ms", "untraced"), (traced, "trace"), ("loop_ms", "loop")):
+        value = raw.get(figure) if isinstance(figure, str) else figure
+        if value:
+            return round(float(value), 3), by
+    return None, ""
 
 
 def _step(exp: Experiment, bound: str) -> Experiment:
     m, s, i = exp.step_measured_ms, exp.step_alone_ms, exp.input_alone_ms
     figures = "; ".join(x for x in (_ms("input alone", i, "per batch"), _ms("step alone", s, "per step"),
-                                    _ms("measured", m, f"per step ({exp.measured_by})")) if x)
+                                    _ms("measured", m, f"per step ({_by(exp)})")) if x)
     if not (m and s is not None):
         missing = "no step time to compare with (`tftrace analyze` compares them with the trace's steps)" \
             if s is not None else "the step could not be timed alone, so the verdict stands untested"
@@ -120,6 +129,17 @@ def _predict(exp: Experiment, correct: dict, bound: str) -> Experiment:
         why += f" ({', '.join(wrong)} gave other outputs and was left out)"
     return dataclasses.replace(exp, fastest=fastest, speedup=speedup, leads=leads, confirmed=confirmed,
                                statement=f"{figures}: {why}")
+
+
+def _by(exp: Experiment) -> str:
+    if exp.measured_by != "untraced":
+        return exp.measured_by
+    steps = "the call's own steps outside the window"
+    if not (exp.step_traced_ms and exp.step_measured_ms):
+        return steps
+    slowed = exp.step_traced_ms / exp.step_measured_ms
+    return f"{steps}; {exp.step_traced_ms:.2f} ms in the trace" + (
+        f": the profiler slowed it {slowed:.1f}x" if slowed >= PROFILER_SLOWS else "")
 
 
 def _ms(label: str, value: float | None, unit: str) -> str:

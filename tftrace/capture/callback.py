@@ -13,6 +13,7 @@ from tftrace.capture.server import serve
 from tftrace.capture.session import ProfilerSession, _warn
 from tftrace.capture.window import Window
 from tftrace.capture.sidecar import describe
+from tftrace.capture.timing import StepClock
 
 _MODES = {"train": "fit", "test": "evaluate", "predict": "predict"}
 # The model attribute each mode's step runs through: guarded while a mode runs (see _begin_mode).
@@ -96,6 +97,8 @@ class TraceCallback(keras.callbacks.Callback):
         self._steps = marks.Patches()
         self._marks = marks.Patches()  # the other callbacks' hooks, named while a window is open
         self._modes: list[str] = []  # running now: fit's validation pass runs evaluate inside fit
+        # mode -> when its batches began: the untraced steps confirm compares with (`confirm=True`)
+        self._clocks: dict[str, StepClock] = {}
 
     # -- window bookkeeping -------------------------------------------------------------------
     def _begin_mode(self, mode: str) -> None:
@@ -106,6 +109,7 @@ class TraceCallback(keras.callbacks.Callback):
         if window.default:  # a window the user chose is theirs; a default one adapts to short calls
             window.fit_to(self._total_steps(mode))
         self._windows[mode] = window
+        self._clocks[mode] = StepClock()
         self._guards.wrap(self.model, _STEP_FUNCTIONS[mode])
 
     def _begin_call(self) -> None:
@@ -332,6 +336,9 @@ class TraceCallback(keras.callbacks.Callback):
     def _own_begin(self, mode: str, batch: int) -> None:
         if mode not in self._list_modes:  # no list wrapped: mark the step from here, as a fallback
             self._batch_begin(mode, batch)
+        clock = self._clocks.get(mode)
+        if self.confirm and clock is not None:
+            clock.tick(batch, traced=self._session is not None)
 
     def _own_end(self, mode: str, batch: int) -> None:
         if mode in self._list_modes:
@@ -352,6 +359,8 @@ class TraceCallback(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
+        if "train" in self._clocks:
+            self._clocks["train"].new_epoch()
 
     def on_train_batch_begin(self, batch, logs=None):
         self._own_begin("train", batch)
@@ -409,6 +418,9 @@ class TraceCallback(keras.callbacks.Callback):
             raw = experiment.new("step", call, 0)
             raw["error"] = f"{type(e).__name__}: {e}"
             _warn(f"the confirm experiment after {call} failed ({raw['error']}); the trace is kept")
+        clock = self._clocks.get(mode)
+        if clock is not None:  # the call's own steps outside the window: the step the profiler did not slow
+            raw.update(untraced_ms=clock.median_ms(), untraced_steps=len(clock.gaps))
         try:
             experiment.save(run_dir, raw)
         except OSError as e:
