@@ -62,3 +62,13 @@ def test_an_unreachable_scheduler_is_one_line():
     pytest.importorskip("distributed")
     with pytest.raises(TftraceError, match="cannot reach the Dask scheduler"):
         dask_client("tcp://127.0.0.1:9")
+
+
+def test_each_host_is_read_once_and_nothing_is_kept_after(pod, serial, monkeypatch):
+    import tftrace.hostmap as hostmap
+    read = []
+    real = hostmap.load_host
+    monkeypatch.setattr(hostmap, "load_host", lambda run, path, **kw: read.append(path) or real(run, path, **kw))
+    assert render(analyze(pod, workers=1), "json") == serial
+    assert sorted(read) == sorted(set(read)) and len(read) == 4  # the slowest host not read again
+    assert hostmap._kept == []

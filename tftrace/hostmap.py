@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 
+from tftrace.analysis.hosts import HostView, slowest
 from tftrace.analysis.run import HostPart, analyze_trace, combine_hosts, host_part
 from tftrace.errors import TftraceError, TraceReadError
 from tftrace.malloc import freed_memory_kept, keep_freed_memory
-from tftrace.read.loader import load_host, load_run
+from tftrace.events import Trace
+from tftrace.read.loader import load_host, load_run, with_files_beside
 from tftrace.read.logdir import Run, host_from_file
 from tftrace.report import RunReport
 
@@ -16,12 +18,13 @@ from tftrace.report import RunReport
 def analyze_run(run: Run, top: int | None, ops: str, progress=None, workers: int = 1, client=None) -> RunReport:
     """The report of one run. A single host is read and analysed in one pass, here; several are
     mapped one by one (workers > 1: in that many processes; `client`: on its Dask cluster), and
-    the slowest host, whose steps the report shows, analysed again with the parts."""
+    the parts reduced where the slowest host, whose steps the report shows, was mapped: that
+    process kept its Trace, so it is not read twice."""
     if len(run.files) == 1:
         return analyze_trace(load_run(run, progress), run.name, top, ops)
     engine = _engine(workers, client, len(run.files))
     try:
-        results = engine.map(_map_host, [(run, path) for path in run.files])
+        results = engine.map(_map_host, [(run, path, engine.keeps) for path in run.files])
         parts = [r for r in results if isinstance(r, HostPart)]
         problems = tuple(r for r in results if isinstance(r, str))
         if not parts:
@@ -29,43 +32,63 @@ def analyze_run(run: Run, top: int | None, ops: str, progress=None, workers: int
         for path in run.files:
             if progress is not None:  # per host: its bytes were read in another process
                 progress(path, 1, 1)
-        return engine.call(_reduce, run, parts, problems, top, ops)
+        timed = _path_of(run, slowest([p.view for p in parts]).host)
+        return engine.call_where(run.files.index(timed), _reduce, run, timed, parts, problems, top, ops)
     finally:
         engine.close()
 
 
-def _map_host(run: Run, path: str) -> HostPart | str:
-    """The map: one host file read and analysed into its part, or why it cannot be read."""
+# In the process that maps hosts: the slowest host it has mapped, (path, Trace, view). One Trace
+# at most beside the one being mapped; emptied by the reduce.
+_kept: list[tuple[str, Trace, HostView]] = []
+
+
+def _map_host(run: Run, path: str, keep: bool) -> HostPart | str:
+    """The map: one host file read and analysed into its part, or why it cannot be read; its
+    Trace kept (`keep`) while it is the slowest this process has mapped."""
     try:
-        return host_part(load_host(run, path))
+        trace = load_host(run, path)
     except TraceReadError as e:
         return str(e)
+    part = host_part(trace)
+    if keep and (not _kept or slowest([_kept[0][2], part.view]) is part.view):
+        _kept[:] = [(path, trace, part.view)]
+    return part
 
 
-def _reduce(run: Run, parts: list[HostPart], problems: tuple[str, ...], top, ops) -> RunReport:
-    """The reduce: the slowest host read again (with the files beside the run) and the parts combined."""
+def _reduce(run: Run, timed: str, parts: list[HostPart], problems: tuple[str, ...], top, ops) -> RunReport:
+    """The reduce: the parts combined with the slowest host's Trace (kept by its map, or read
+    again) and the files beside the run."""
+    kept = [trace for path, trace, _view in _kept if path == timed]
+    _kept.clear()
+    trace = with_files_beside(run, kept[0]) if kept else load_host(run, timed, beside_files=True)
+    return combine_hosts(parts, lambda _host: trace, run.name, top, ops, problems)
+
+
+def _path_of(run: Run, host: str) -> str:
     # With several files, each host is named after its file (read/loader.py).
-    by_host = {host_from_file(path): path for path in run.files}
-    return combine_hosts(parts, lambda host: load_host(run, by_host[host], beside_files=True), run.name, top, ops,
-                         problems)
+    return next(path for path in run.files if host_from_file(path) == host)
 
 
 class _Serial:
     """Map and reduce in this process, one host at a time."""
 
+    keeps = True
+
     def map(self, fn, args):
         return [fn(*a) for a in args]
 
-    def call(self, fn, *args):
+    def call_where(self, _index, fn, *args):
+        """`fn(*args)` in the process that mapped the `_index`-th host."""
         return fn(*args)
 
     def close(self):
-        pass
+        _kept.clear()
 
 
 class _Processes(_Serial):
-    """Map in worker processes; the reduce in one of them too, so this process never holds a
-    host's events."""
+    """Map in worker processes, each its own one-process pool so the reduce can go to the one
+    that mapped the slowest host; this process never holds a host's events."""
 
     def __init__(self, workers: int):
         import multiprocessing
@@ -73,17 +96,31 @@ class _Processes(_Serial):
         # fork: workers start without importing tftrace again; spawn where fork is unavailable.
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         # The workers are this command's own: they may keep freed memory as the command does.
-        self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method),
-                                         initializer=keep_freed_memory)
+        self._pools = [ProcessPoolExecutor(1, mp_context=multiprocessing.get_context(method),
+                                           initializer=keep_freed_memory) for _ in range(workers)]
+        self._mapped_by: dict[int, int] = {}  # host index -> pool
 
     def map(self, fn, args):
-        return [f.result() for f in [self._pool.submit(fn, *a) for a in args]]
+        from concurrent.futures import FIRST_COMPLETED, wait
+        results, todo, running = [None] * len(args), list(enumerate(args)), {}
+        free = list(range(len(self._pools)))
+        while todo or running:
+            while free and todo:  # each free worker takes the next host
+                pool, (i, a) = free.pop(0), todo.pop(0)
+                running[self._pools[pool].submit(fn, *a)] = pool, i
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                pool, i = running.pop(future)
+                results[i], self._mapped_by[i] = future.result(), pool
+                free.append(pool)
+        return results
 
-    def call(self, fn, *args):
-        return self._pool.submit(fn, *args).result()
+    def call_where(self, index, fn, *args):
+        return self._pools[self._mapped_by[index]].submit(fn, *args).result()
 
     def close(self):
-        self._pool.shutdown()
+        for pool in self._pools:
+            pool.shutdown()
 
 
 class _Dask(_Serial):
@@ -93,15 +130,20 @@ class _Dask(_Serial):
     def __init__(self, client):
         self._client = client
 
+    keeps = False  # a cluster's workers outlive the run: they keep nothing of it
+
     def map(self, fn, args):
-        futures = [self._client.submit(_kept, fn, *a, pure=False) for a in args]
+        futures = [self._client.submit(_freed_kept, fn, *a, pure=False) for a in args]
         return self._client.gather(futures)
 
-    def call(self, fn, *args):
-        return self._client.submit(_kept, fn, *args, pure=False).result()
+    def call_where(self, _index, fn, *args):
+        return self._client.submit(_freed_kept, fn, *args, pure=False).result()
+
+    def close(self):
+        pass
 
 
-def _kept(fn, *args):
+def _freed_kept(fn, *args):
     """A task on a Dask worker, with freed memory kept for reuse while it runs (malloc.py)."""
     with freed_memory_kept():
         return fn(*args)

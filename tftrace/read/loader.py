@@ -51,17 +51,24 @@ def _load(run: Run, files, progress, beside_files: bool, by_file: bool | None = 
     if len(problems) == len(files):
         raise problems[0]
     trace = builder.build()
-    samples, samples_path, sidecar_path = None, beside(run, SAMPLES_FILE), beside(run, SIDECAR)
-    if beside_files and storage.isfile(samples_path):
+    sidecar_path = beside(run, SIDECAR)
+    sidecar, noted = read_sidecar(sidecar_path) if storage.isfile(sidecar_path) else ({}, [])
+    trace = dataclasses.replace(trace, sidecar=sidecar, problems=tuple(str(e) for e in problems) + tuple(noted))
+    return with_files_beside(run, trace) if beside_files else trace
+
+
+def with_files_beside(run: Run, trace: Trace) -> Trace:
+    """`trace` with its run's Python samples and experiment figures; a file that cannot be read
+    is left out and named in the Trace's `problems`."""
+    samples, problems, samples_path = None, [], beside(run, SAMPLES_FILE)
+    if storage.isfile(samples_path):
         try:
             samples = read_samples(samples_path)
         except TraceReadError as e:  # the trace stands without them
-            problems.append(e)
-    sidecar, noted = read_sidecar(sidecar_path) if storage.isfile(sidecar_path) else ({}, [])
+            problems.append(str(e))
     experiment_path = beside(run, EXPERIMENT)
-    experiment, more = (read_experiment(experiment_path) if beside_files and storage.isfile(experiment_path)
-                        else (None, []))
-    return dataclasses.replace(trace, sidecar=sidecar, problems=tuple(str(e) for e in problems) + tuple(noted + more),
+    experiment, more = read_experiment(experiment_path) if storage.isfile(experiment_path) else (None, [])
+    return dataclasses.replace(trace, problems=trace.problems + tuple(problems) + tuple(more),
                                python_samples=samples, experiment=experiment)
 
 
