@@ -196,7 +196,7 @@ def test_the_text_and_html_reports_show_the_experiment_beside_the_verdict(progra
     report = tftrace.analyze(cb.log_dir)
     text = render_text(report)
     assert text.index("Verdict") < text.index("Experiment (fit, ") < text.index("Bottlenecks")
-    assert "confirms the verdict" in text
+    assert "confirms the verdict" in text, text[text.index("Verdict"):text.index("Bottlenecks")]
     assert 'data-experiment="confirmed"' in render_html(report)
 
 
@@ -433,3 +433,12 @@ def test_a_custom_loop_under_plain_start_stop_counts_its_batch_waits_as_input(tm
     assert run["breakdown"]["idle"] < 0.1, run["breakdown"]
     exp = run["experiment"]
     assert exp["measured_by"] == "trace" and exp["leads"] == "input", exp["statement"]
+
+
+def test_the_serial_map_is_told_what_it_lacks_not_what_it_does(program):
+    name, _, run, _, _ = program
+    if name != "serial_map":
+        pytest.skip("the tf.data map's program")
+    top = run["bottlenecks"][0]  # batch() comes before its map: no advice to batch first
+    assert top["kind"] == "input" and "a map over whole batches" in top["evidence"], top
+    assert "Vectorize" not in top["recommendation"] and ".cache()" in top["recommendation"], top["recommendation"]

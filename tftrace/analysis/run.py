@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tftrace.analysis.breakdown import event_classes, timeline
+from tftrace.analysis.breakdown import event_classes, pipeline_busy, timeline
 from tftrace.analysis.eager import eager_layers
 from tftrace.analysis.experiment import interpret, measured_verdict
 from tftrace.analysis.findings import Context, diagnose
@@ -23,9 +23,9 @@ from tftrace.analysis.hosts import HostView, host_rows, slowest, straggler
 from tftrace.analysis.mode import run_mode
 from tftrace.analysis.step_view import step_view
 from tftrace.analysis.steps import STEP_FUNCTIONS, Steps, find_steps
-from tftrace.analysis.verdict import verdict
+from tftrace.analysis.verdict import may_be_paced, paced, verdict
 from tftrace.analysis.window import window_note
-from tftrace.report import Breakdown, DeviceRow, RunReport, StepRow, StepsSummary
+from tftrace.report import Breakdown, DeviceRow, RunReport, StepRow, StepsSummary, Verdict
 from tftrace.events import Trace
 from tftrace.memory_report import AllocatorRow, Memory
 
@@ -88,7 +88,7 @@ def _host_part(trace: Trace) -> tuple[HostPart, tuple]:
     parts = _parts(tl)
     table = op_table(trace, *eager_layers(trace, steps.starts))
     collective = sum(e.self_ps for e in table if e.category == "collective")
-    view = HostView(trace.hosts[0] if trace.hosts else "", steps, tl, parts, verdict(parts, tl.wall_ps > 0).bound,
+    view = HostView(trace.hosts[0] if trace.hosts else "", steps, tl, parts, _judge(trace, tl, parts)[0].bound,
                     collective)
     real = steps.kind not in ("window", "none")
     spans = (steps.starts, steps.ends, steps.numbers) if real else ((), (), ())
@@ -115,11 +115,11 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
     eager = _is_eager(table)
     pipeline = ranked_pipeline(_sum_stages(p.stages for p in parts), top)
     python = python_profile(timed, tl.start, tl.start + tl.dur)  # all rows: the findings look through them
+    judged, input_paced = _judge(timed, tl, breakdown)
     ctx = Context(timed, steps, tl, breakdown, ov, stats, table, pipeline, mode, eager, _loop(timed, steps, mode),
-                  python, straggler(views))
+                  python, straggler(views), input_paced)
     found = diagnose(ctx)
     summary = _steps_summary(steps, tl, timed.hosts[0] if views else "")
-    judged = verdict(breakdown, tl.wall_ps > 0, tl.device_busy is not None)
     experiment = interpret(timed.experiment, summary, judged.bound) if timed.experiment is not None else None
     hosts = tuple(p.host for p in parts) if views else timed.hosts
     memory_rows = _memory_rows(parts)
@@ -152,6 +152,14 @@ def _memory_rows(parts: list[HostPart]) -> tuple[AllocatorRow, ...]:
         return parts[0].memory
     rows = [dataclasses.replace(r, host=p.host) for p in parts for r in p.memory]
     return tuple(sorted(rows, key=lambda r: (-r.peak_bytes, r.host, r.name)))
+
+
+def _judge(trace: Trace, tl, parts: Breakdown) -> tuple[Verdict, bool]:
+    """The verdict, and whether the input pipeline sets the step time (how busy it is measured
+    only where it could)."""
+    device = tl.device_busy is not None
+    busy = pipeline_busy(trace, tl) if may_be_paced(parts, device) else None
+    return verdict(parts, tl.wall_ps > 0, device, busy), paced(parts, device, busy)
 
 
 def _parts(tl) -> Breakdown:

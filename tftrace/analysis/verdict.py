@@ -6,6 +6,7 @@ from tftrace.report import Breakdown, Verdict
 
 HIGHLY_INPUT = 0.20  # XProf: input >= 20% of step time is "highly input-bound"
 MODERATELY_INPUT = 0.05  # XProf: >= 5% "moderately input-bound"
+PACED = 0.75  # the input pipeline works through at least this share of step time: it sets the pace
 
 _TEXT = {
     "input": "waiting for input data takes {input:.0%} of step time; the model waits on the input pipeline, "
@@ -26,14 +27,41 @@ _DEVICE_TEXT = {
 }
 
 
-def verdict(b: Breakdown, measured: bool, device: bool = False) -> Verdict:
+_PACED_TEXT = ("waiting for input data takes {input:.0%} of step time, and the input pipeline works through "
+               "{busy:.0%} of it: it runs beside the model's ops ({compute:.0%}, on the same cores) and still "
+               "cannot keep up, so it sets the step time; a smaller or faster model will not make steps faster")
+
+
+def _parts(b: Breakdown) -> dict[str, float]:
+    return {"input": b.input, "compute": b.compute, "host_overhead": b.host_overhead, "idle": b.idle}
+
+
+def may_be_paced(b: Breakdown, device: bool) -> bool:
+    """Could the input pipeline set the pace of a step? On the host only (with a device, the
+    parts are seen from it), and only past XProf's highly-input bar."""
+    return not device and b.input >= HIGHLY_INPUT
+
+
+def paced(b: Breakdown, device: bool, pipeline_busy: float | None) -> bool:
+    """Does the input pipeline set the step time? It works beside the model's ops (a prefetch, a
+    parallel map) through most of the step, and the step still waits for it: it takes longer
+    than the rest of the step, so a lighter model would only wait longer."""
+    return pipeline_busy is not None and pipeline_busy >= PACED and may_be_paced(b, device)
+
+
+def verdict(b: Breakdown, measured: bool, device: bool = False, pipeline_busy: float | None = None) -> Verdict:
+    """What the run is bound by: the largest part, unless the input pipeline sets the pace
+    (`paced`); `pipeline_busy` is the share of step time the pipeline's threads work, measured
+    where `may_be_paced`."""
     if not measured:
         return Verdict("unknown", "no step time could be measured in this trace")
-    parts = {"input": b.input, "compute": b.compute, "host_overhead": b.host_overhead, "idle": b.idle}
+    parts = _parts(b)
     texts = {**_TEXT, **_DEVICE_TEXT} if device else _TEXT
     bound = max(parts, key=lambda k: (parts[k], k))
     if bound == "input":  # the largest of four parts is at least 25%: past XProf's 20% bar
         return Verdict("input", "Highly input-bound: " + texts["input"].format(**parts) + ".")
+    if paced(b, device, pipeline_busy):
+        return Verdict("input", "Highly input-bound: " + _PACED_TEXT.format(busy=pipeline_busy, **parts) + ".")
     # The largest part leads; input past XProf's thresholds comes second, never hidden.
     text = texts[bound].format(**parts)
     prefix = {"compute": "Compute-bound", "host_overhead": "Host-overhead-bound", "idle": "Idle-bound"}[bound]

@@ -27,6 +27,9 @@ _LAYER_FIX = ("Layer {layer} is where the model's compute goes: make it smaller 
 _WHAT = {"convolution": "filters, a smaller kernel, or a depthwise-separable convolution",
          "matmul": "units", "reshape": "large reshapes (GlobalAveragePooling2D instead of Flatten)"}
 SPREAD = 0.6  # the category finding shows when its top layer holds less than this share of it
+# Beside the verdict's paced pipeline (analysis.verdict.paced): a lighter model waits longer, no faster.
+PACED_FACT = fact("the input pipeline sets the step time: with less compute a step waits longer for input and "
+                  "takes as long")
 
 
 def detect(ctx: Context) -> list[Finding]:
@@ -51,7 +54,7 @@ def detect(ctx: Context) -> list[Finding]:
         fix = _LAYER_FIX.format(layer=top.layer, what=_WHAT.get(layer_cat, "units or channels"))
         removed = b.compute * share * ctx.wall_ps
         out.append(Finding("layer", f"Layer {top.layer}: {share:.0%} of the model's op time", b.compute * share,
-                           tuple(facts), fix, ctx.projected(removed), "compute"))
+                           _paced(ctx, facts), fix, _projected(ctx, removed), "compute"))
     top = cats[0]
     share = top.self_ps / model_ps
     in_layer = sum(e.self_ps for e in ctx.table if ops.layers and e.layer == ops.layers[0].layer
@@ -59,6 +62,14 @@ def detect(ctx: Context) -> list[Finding]:
     if not ops.layers or top.category != layer_cat or in_layer < SPREAD * top.self_ps:
         facts = (pct_fact(f"share of the model's op time in {top.category} ops", share), ms_fact("their op time", top.self_ps))
         out.append(Finding("category", f"Op category {top.category}: {share:.0%} of the model's op time",
-                           b.compute * share, facts, _CATEGORY_FIXES.get(top.category, _CATEGORY_FIXES["other"]),
-                           ctx.projected(b.compute * share * ctx.wall_ps), "compute"))
+                           b.compute * share, _paced(ctx, facts), _CATEGORY_FIXES.get(top.category, _CATEGORY_FIXES["other"]),
+                           _projected(ctx, b.compute * share * ctx.wall_ps), "compute"))
     return out
+
+
+def _projected(ctx: Context, removed_ps: float) -> int:
+    return round(ctx.per_step_ps) if ctx.input_paced else ctx.projected(removed_ps)
+
+
+def _paced(ctx: Context, facts) -> tuple:
+    return (*facts, PACED_FACT) if ctx.input_paced else tuple(facts)

@@ -34,6 +34,7 @@ class Context:
     loop: str
     python: PythonProfile | None = None
     straggler: tuple | None = None  # (share, kind, title, evidence, fix) from analysis.hosts
+    input_paced: bool = False  # the input pipeline sets the step time (analysis.verdict.paced)
 
     @property
     def n(self) -> int:

@@ -118,8 +118,11 @@ _PIPELINE = (
     ("read", "parallel", "Read files in parallel: `TFRecordDataset(files, num_parallel_reads=tf.data.AUTOTUNE)` or "
                          "`interleave(..., num_parallel_calls=tf.data.AUTOTUNE)`."),
     ("map map_ops", "parallel", "Run the map in parallel: `map(fn, num_parallel_calls=tf.data.AUTOTUNE)`."),
-    ("map map_ops", "", "Vectorize the map: `batch()` first and map over whole batches, so each op runs once per "
-                        "batch instead of once per element."),
+    ("map map_ops", "batched", "Vectorize the map: `batch()` first and map over whole batches, so each op runs "
+                               "once per batch instead of once per element."),
+    ("map map_ops", "cache", "When the map's output is the same every epoch (no random augmentation in it), "
+                             "`.cache()` right after it so it runs once; otherwise make the map function cheaper, "
+                             "or move its work into the model (Keras preprocessing layers run with the model's ops)."),
     ("read parse decode", "", "Store the data ready to use (decoded, uncompressed, in fewer larger files) or "
                               "preprocess it once offline."),
     ("", "prefetch", "End the pipeline with `.prefetch(tf.data.AUTOTUNE)` so it overlaps the model."),

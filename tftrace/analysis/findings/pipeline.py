@@ -4,6 +4,8 @@ cache), and the fix for what it lacks."""
 
 from __future__ import annotations
 
+import re
+
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for, pipeline_fix
@@ -52,6 +54,15 @@ def features(pipeline: InputPipeline) -> dict[str, bool]:
             "cache": any("Cache" in n or n.startswith("Snapshot") for n in names)}
 
 
+# An iterator path where a map stage reads from a batch stage: the map runs on whole batches.
+_MAP_OVER_BATCHES = re.compile(r"Map(V2)?(\[\d+\])?::(Padded)?Batch")
+
+
+def maps_batches(names) -> bool:
+    """Does a map of the pipeline run on whole batches (`batch()` before `map()`)?"""
+    return any(n.startswith("Iterator::") and _MAP_OVER_BATCHES.search(n) for n in names)
+
+
 def work_by_kind(pipeline: InputPipeline) -> list[tuple[str, int, list[str]]]:
     """(kind, self ps, its stages) for the pipeline's working stages, largest first."""
     kinds: dict[str, tuple[int, list[str]]] = {}
@@ -69,7 +80,7 @@ def detect(ctx: Context) -> list[Finding]:
     out = []
     where, in_fn = hottest_fact(ctx, ("input pipeline",))
     kinds = work_by_kind(ctx.pipeline)
-    has = features(ctx.pipeline)
+    has = {**features(ctx.pipeline), "batched": maps_batches(ctx.trace.names)}
     title, facts = _what(ctx, kinds, has)
     if in_fn:
         title = f"Input pipeline{in_fn}" + (f" ({ctx.pipeline.slowest} stage)" if ctx.pipeline.slowest else "")
@@ -80,6 +91,12 @@ def detect(ctx: Context) -> list[Finding]:
         # On the host the pipeline's threads share the cores with the model's ops: its work while
         # the model computes slows the model down, though the model does not wait for it.
         contended = work * (1 - b.input) / cores if b.input < HIGHLY_INPUT else 0
+        if ctx.input_paced:
+            # The pipeline sets the pace and works beside the model's ops on the same cores: with
+            # it gone, those ops run without it, at most `cores` times faster for sharing them.
+            # Python's time counts no CPU: most of it is waiting for the GIL, not using a core.
+            cpu = sum(ps for kind, ps, _ in kinds if kind != "python")
+            contended = min(cpu * (1 - b.input) / cores, tl.compute.sum() * (1 - 1 / cores))
         share = min(b.input + contended / ctx.wall_ps, 1 - b.idle)
         wait = (pct_fact("share of step time waiting for input", b.input), ms_fact("per step waiting in IteratorGetNext",
                                                                tl.input.sum() / ctx.n))
@@ -121,7 +138,8 @@ def _what(ctx: Context, kinds, has) -> tuple[str, tuple]:
                                                       f"{', '.join(n[:3])})" for k, p, n in kinds[:3]))]
     present = [k for k, v in has.items() if v]
     facts.append(fact("the pipeline already has", ", ".join(
-        {"parallel": "a parallel map", "prefetch": "prefetch", "cache": "a cache"}[k] for k in present) or "nothing of "
+        {"parallel": "a parallel map", "prefetch": "prefetch", "cache": "a cache",
+         "batched": "a map over whole batches"}[k] for k in present) or "nothing of "
         "parallel map, prefetch or cache"))
     if ctx.pipeline.slowest:
         top_stage = next(s for s in ctx.pipeline.stages if s.name == ctx.pipeline.slowest)
