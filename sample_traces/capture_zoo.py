@@ -454,11 +454,53 @@ def prog_generator():
             "fix": "batches ready in memory (the augmentation moved off the step's path)"}
 
 
+def prog_heavy_map():
+    """A tf.data map over whole batches runs many matmuls per batch every epoch, the same each
+    time (no randomness in it); TensorFlow runs it in parallel on the 2 cores beside the model's
+    ops, and it cannot keep up. The fix: `.cache()` right after the map."""
+    tf, keras = _tf(), _keras()
+    x = rng.random((16 * 32, 32), dtype=np.float32)
+    y = rng.integers(0, 4, 16 * 32)
+    w = tf.constant(rng.random((384, 384), dtype=np.float32) / 384)
+
+    def heavy(xb, yb):  # real TensorFlow work per batch, the same every epoch
+        a = tf.tile(xb[:1], [384, 12])
+        for _ in range(24):
+            a = tf.tanh(tf.matmul(a, w))
+        return xb + tf.reduce_mean(a) * 0, yb
+
+    def dataset(cache):
+        ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).map(heavy)
+        return (ds.cache() if cache else ds).repeat()
+
+    slow_ds, fixed_ds = dataset(False), dataset(True)
+    model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(512, activation="relu", name="hidden"),
+                              keras.layers.Dense(512, activation="relu", name="hidden_2"),
+                              keras.layers.Dense(4, name="logits")], name="map_mlp")
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+
+    def per_step(ds, steps=12):
+        clock = _epoch_clock()()
+        model.fit(ds, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=[clock])
+        return clock.seconds * 1e3 / steps
+
+    per_step(fixed_ds, 20)  # fills the cache (16 batches)
+    per_step(slow_ds, 4)
+
+    def capture(logdir):
+        model.fit(slow_ds, epochs=1, steps_per_epoch=12, verbose=0,
+                  callbacks=[keras.callbacks.TensorBoard(logdir, profile_batch=(3, 8))])
+
+    return {"slow": lambda: per_step(slow_ds), "fixed": lambda: per_step(fixed_ds), "capture": capture,
+            "how": "Keras TensorBoard(profile_batch=(3, 8))", "bound": "input", "cause": "input",
+            "names": ["MatMul", ".cache()"], "fix": "cache() after the map"}
+
+
 PROGRAMS = {
     "retracing": prog_retracing, "xla_recompile": prog_xla_recompile, "tiny_batch": prog_tiny_batch,
     "run_eagerly": prog_run_eagerly, "slow_callback": prog_slow_callback, "checkpoint": prog_checkpoint,
     "step_python": prog_step_python, "tfrecord_nocache": prog_tfrecord_nocache,
-    "heavy_layer": prog_heavy_layer, "generator": prog_generator,
+    "heavy_layer": prog_heavy_layer, "generator": prog_generator, "heavy_map": prog_heavy_map,
 }
 
 

@@ -32,8 +32,6 @@ PIPELINE_TYPES = {"MakeIterator", "AnonymousIterator", "AnonymousIteratorV2", "A
                   "DeleteIterator", "IteratorToStringHandle", "OptionalHasValue", "OptionalNone",
                   "DatasetCardinality", "DatasetToGraphV2", "AnonymousMultiDeviceIteratorV3",
                   "MultiDeviceIteratorInit", "DeleteMultiDeviceIterator", "OptionsDataset"}
-# tf.data stages that do work of their own (reading files), not only wait for the stage before.
-SOURCE_STAGES = {"TFRecord", "TextLine", "FixedLengthRecord"}
 
 
 @dataclass(frozen=True)
@@ -112,16 +110,6 @@ def timeline(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
     inp = covered(*inp_merged, start, end)
     busy = covered(*busy_merged, start, end)
     return Timeline(start, dur, inp, busy - inp, np.maximum(dur - busy, 0), idle, busy_merged)
-
-
-def pipeline_busy(trace: Trace, tl: Timeline) -> float:
-    """Share of step time during which the input pipeline's threads work: run ops (a map
-    function's, a generator's PyFunc) or read files; stages waiting for the one before do not count."""
-    work = np.zeros(len(trace.names) + 1, bool)
-    for code, op in trace.ops.items():
-        work[code] = op.kind == "tf" or (op.kind == "data" and op.type in SOURCE_STAGES)
-    mask = trace.on_lines(lambda ln: ln.role == "data") & work[trace.events["name"]]
-    return tl.fraction(covered(*merge_rows(trace.events, mask), tl.start, tl.start + tl.dur))
 
 
 def _device_timeline(trace: Trace, start, end, idle, work: DeviceWork, host_wait, busy_merged) -> Timeline:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tftrace.analysis.breakdown import event_classes, pipeline_busy, timeline
+from tftrace.analysis.breakdown import event_classes, timeline
 from tftrace.analysis.eager import eager_layers
 from tftrace.analysis.experiment import interpret, measured_verdict
 from tftrace.analysis.findings import Context, diagnose
@@ -23,7 +23,8 @@ from tftrace.analysis.hosts import HostView, host_rows, slowest, straggler
 from tftrace.analysis.mode import run_mode
 from tftrace.analysis.step_view import step_view
 from tftrace.analysis.steps import STEP_FUNCTIONS, Steps, find_steps
-from tftrace.analysis.verdict import may_be_paced, paced, verdict
+from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
+from tftrace.analysis.verdict import HIGHLY_INPUT, paced, verdict
 from tftrace.analysis.window import window_note
 from tftrace.report import Breakdown, DeviceRow, RunReport, StepRow, StepsSummary, Verdict
 from tftrace.events import Trace
@@ -57,14 +58,14 @@ def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: s
     if len(trace.hosts) > 1:
         parts = [host_part(trace.of_host(h)) for h in trace.hosts]
         return combine_hosts(parts, trace.of_host, name, top, ops)
-    part, classes = _host_part(trace)
-    return _report(trace, [part], name, top, ops, classes)
+    part, classes, judged = _host_part(trace)
+    return _report(trace, [part], name, top, ops, classes, judged)
 
 
 def host_part(trace: Trace) -> HostPart:
     """The map: one host's part of its run's report (merged intervals left out: only the
     slowest host's are needed, and combine_hosts makes those again)."""
-    part, _classes = _host_part(trace)
+    part, _classes, _judged = _host_part(trace)
     tl = part.view.tl
     empty = np.zeros(0, np.int64)
     return dataclasses.replace(part, view=dataclasses.replace(part.view, tl=dataclasses.replace(tl, busy=(empty, empty))))
@@ -81,24 +82,24 @@ def combine_hosts(parts: list[HostPart], load_host, name: str, top: int | None =
     return _report(timed, parts, name, top, ops)
 
 
-def _host_part(trace: Trace) -> tuple[HostPart, tuple]:
+def _host_part(trace: Trace) -> tuple[HostPart, tuple, Judged]:
     steps, work = _steps_with_device_work(trace)
     classes = event_classes(trace)
     tl = timeline(trace, steps, classes, work)
     parts = _parts(tl)
     table = op_table(trace, *eager_layers(trace, steps.starts))
     collective = sum(e.self_ps for e in table if e.category == "collective")
-    view = HostView(trace.hosts[0] if trace.hosts else "", steps, tl, parts, _judge(trace, tl, parts)[0].bound,
-                    collective)
+    judged = _judge(trace, tl, parts, classes[1])
+    view = HostView(trace.hosts[0] if trace.hosts else "", steps, tl, parts, judged.verdict.bound, collective)
     real = steps.kind not in ("window", "none")
     spans = (steps.starts, steps.ends, steps.numbers) if real else ((), (), ())
     memory = allocators(trace, *spans, {e.name: e.layer for e in table if e.layer})
     return HostPart(view.host, view, tuple(table), stage_totals(trace), trace.devices, device_rows(trace),
-                    memory), classes
+                    memory), classes, judged
 
 
 def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops: str,
-            classes: tuple | None = None) -> RunReport:
+            classes: tuple | None = None, judged: Judged | None = None) -> RunReport:
     """The report from the timed (slowest) host's Trace and every host's part."""
     views = [p.view for p in parts] if len(parts) > 1 else []
     if classes is None:  # the timed host's intervals, made again: its part travelled without them
@@ -115,18 +116,18 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
     eager = _is_eager(table)
     pipeline = ranked_pipeline(_sum_stages(p.stages for p in parts), top)
     python = python_profile(timed, tl.start, tl.start + tl.dur)  # all rows: the findings look through them
-    judged, input_paced = _judge(timed, tl, breakdown)
+    judged = judged or _judge(timed, tl, breakdown, classes[1])
     ctx = Context(timed, steps, tl, breakdown, ov, stats, table, pipeline, mode, eager, _loop(timed, steps, mode),
-                  python, straggler(views), input_paced)
+                  python, straggler(views), judged.load, judged.paced)
     found = diagnose(ctx)
     summary = _steps_summary(steps, tl, timed.hosts[0] if views else "")
-    experiment = interpret(timed.experiment, summary, judged.bound) if timed.experiment is not None else None
+    experiment = interpret(timed.experiment, summary, judged.verdict.bound) if timed.experiment is not None else None
     hosts = tuple(p.host for p in parts) if views else timed.hosts
     memory_rows = _memory_rows(parts)
     return RunReport(
         path=timed.path, name=name, hosts=hosts, devices=tuple(sorted({d for p in parts for d in p.devices})),
         mode=mode, mode_source=mode_source, eager=eager, steps=summary, breakdown=breakdown,
-        verdict=measured_verdict(judged, experiment), bottlenecks=found,
+        verdict=measured_verdict(judged.verdict, experiment), bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
         notes=_notes(len(hosts), timed.problems, steps, eager), host_op_ps=stats.host_self_ps,
         device_op_ps=stats.device_self_ps, per_host=host_rows(views),
@@ -134,7 +135,7 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
         python=dataclasses.replace(python, rows=python.rows[:top] if top else python.rows),
         step_view=step_view(timed, tl.start, tl.dur, tl.idle, steps.numbers, classes[0]),
         cut_short=window_note(timed.sidecar, steps.count if steps.kind != "window" else 0), experiment=experiment,
-        memory=Memory(memory_rows, memory_findings(memory_rows, judged.bound, mode)),
+        memory=Memory(memory_rows, memory_findings(memory_rows, judged.verdict.bound, mode)),
     )
 
 
@@ -154,12 +155,21 @@ def _memory_rows(parts: list[HostPart]) -> tuple[AllocatorRow, ...]:
     return tuple(sorted(rows, key=lambda r: (-r.peak_bytes, r.host, r.name)))
 
 
-def _judge(trace: Trace, tl, parts: Breakdown) -> tuple[Verdict, bool]:
-    """The verdict, and whether the input pipeline sets the step time (how busy it is measured
-    only where it could)."""
+@dataclass(frozen=True)
+class Judged:
+    """The verdict, with the input pipeline's load behind it and why it sets the pace ("" if not)."""
+
+    verdict: Verdict
+    load: PipelineLoad | None
+    paced: str
+
+
+def _judge(trace: Trace, tl, parts: Breakdown, compute) -> Judged:
+    """The verdict (the pipeline's load is measured on the host only; how long its threads work,
+    only where the step waits for it)."""
     device = tl.device_busy is not None
-    busy = pipeline_busy(trace, tl) if may_be_paced(parts, device) else None
-    return verdict(parts, tl.wall_ps > 0, device, busy), paced(parts, device, busy)
+    load = None if device else pipeline_load(trace, tl, compute, parts.input >= HIGHLY_INPUT)
+    return Judged(verdict(parts, tl.wall_ps > 0, device, load), load, paced(parts, device, load))
 
 
 def _parts(tl) -> Breakdown:

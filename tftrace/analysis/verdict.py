@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from tftrace.analysis.pipeline_load import PipelineLoad
 from tftrace.report import Breakdown, Verdict
 
 HIGHLY_INPUT = 0.20  # XProf: input >= 20% of step time is "highly input-bound"
 MODERATELY_INPUT = 0.05  # XProf: >= 5% "moderately input-bound"
-PACED = 0.75  # the input pipeline works through at least this share of step time: it sets the pace
+PACED = 0.75  # the input pipeline works through at least this share of step time (see `paced`)
 
 _TEXT = {
     "input": "waiting for input data takes {input:.0%} of step time; the model waits on the input pipeline, "
@@ -27,32 +28,39 @@ _DEVICE_TEXT = {
 }
 
 
-_PACED_TEXT = ("waiting for input data takes {input:.0%} of step time, and the input pipeline works through "
-               "{busy:.0%} of it: it runs beside the model's ops ({compute:.0%}, on the same cores) and still "
-               "cannot keep up, so it sets the step time; a smaller or faster model will not make steps faster")
+# Where the input pipeline sets the step time though another part is larger (see `paced`).
+_PACED_TEXT = {
+    "busy": ("waiting for input data takes {input:.0%} of step time, and the input pipeline works through "
+             "{busy:.0%} of it: it runs beside the model's ops ({compute:.0%}, on the same cores) and still "
+             "cannot keep up, so it sets the step time; a smaller or faster model will not make steps faster"),
+    "cores": ("the input pipeline's work takes {cores_share:.0%} of the {cores} cores' time during the steps "
+              "({cpu:.0%} of the CPU work, the model's ops the rest): it runs beside the model's ops and slows "
+              "them, so it sets the step time, though they take {compute:.0%} of it and waiting for input "
+              "{input:.0%}; a smaller or faster model will barely help"),
+}
+PACED_CORES = 0.75  # the pipeline's work takes at least this share of the cores' time
 
 
 def _parts(b: Breakdown) -> dict[str, float]:
     return {"input": b.input, "compute": b.compute, "host_overhead": b.host_overhead, "idle": b.idle}
 
 
-def may_be_paced(b: Breakdown, device: bool) -> bool:
-    """Could the input pipeline set the pace of a step? On the host only (with a device, the
-    parts are seen from it), and only past XProf's highly-input bar."""
-    return not device and b.input >= HIGHLY_INPUT
+def paced(b: Breakdown, device: bool, load: PipelineLoad | None) -> str:
+    """Why the input pipeline sets the step time ("" when it does not). On the host only (with
+    a device, the parts are seen from it), when it works beside the model's ops (a prefetch, a
+    parallel map) and either "cores": its work fills the cores, so the model's ops run in what
+    it leaves; or "busy": it works through most of the step and the step still waits for it
+    past XProf's highly-input bar, so it takes longer than the rest of the step."""
+    if device or load is None:
+        return ""
+    if load.core_share >= PACED_CORES:
+        return "cores"
+    return "busy" if b.input >= HIGHLY_INPUT and load.busy >= PACED else ""
 
 
-def paced(b: Breakdown, device: bool, pipeline_busy: float | None) -> bool:
-    """Does the input pipeline set the step time? It works beside the model's ops (a prefetch, a
-    parallel map) through most of the step, and the step still waits for it: it takes longer
-    than the rest of the step, so a lighter model would only wait longer."""
-    return pipeline_busy is not None and pipeline_busy >= PACED and may_be_paced(b, device)
-
-
-def verdict(b: Breakdown, measured: bool, device: bool = False, pipeline_busy: float | None = None) -> Verdict:
+def verdict(b: Breakdown, measured: bool, device: bool = False, load: PipelineLoad | None = None) -> Verdict:
     """What the run is bound by: the largest part, unless the input pipeline sets the pace
-    (`paced`); `pipeline_busy` is the share of step time the pipeline's threads work, measured
-    where `may_be_paced`."""
+    (`paced`, from its `load`)."""
     if not measured:
         return Verdict("unknown", "no step time could be measured in this trace")
     parts = _parts(b)
@@ -60,8 +68,11 @@ def verdict(b: Breakdown, measured: bool, device: bool = False, pipeline_busy: f
     bound = max(parts, key=lambda k: (parts[k], k))
     if bound == "input":  # the largest of four parts is at least 25%: past XProf's 20% bar
         return Verdict("input", "Highly input-bound: " + texts["input"].format(**parts) + ".")
-    if paced(b, device, pipeline_busy):
-        return Verdict("input", "Highly input-bound: " + _PACED_TEXT.format(busy=pipeline_busy, **parts) + ".")
+    why = paced(b, device, load)
+    if why:
+        text = _PACED_TEXT[why].format(busy=load.busy, cores_share=load.core_share, cores=load.cores,
+                                       cpu=load.cpu_share, **parts)
+        return Verdict("input", ("Highly input-bound: " if b.input >= HIGHLY_INPUT else "Input-bound: ") + text + ".")
     # The largest part leads; input past XProf's thresholds comes second, never hidden.
     text = texts[bound].format(**parts)
     prefix = {"compute": "Compute-bound", "host_overhead": "Host-overhead-bound", "idle": "Idle-bound"}[bound]

@@ -27,10 +27,13 @@ _LAYER_FIX = ("Layer {layer} is where the model's compute goes: make it smaller 
 _WHAT = {"convolution": "filters, a smaller kernel, or a depthwise-separable convolution",
          "matmul": "units", "reshape": "large reshapes (GlobalAveragePooling2D instead of Flatten)"}
 SPREAD = 0.6  # the category finding shows when its top layer holds less than this share of it
-# Beside the verdict's paced pipeline (analysis.verdict.paced): a lighter model waits longer, no faster.
-PACED_FACT = fact("the input pipeline sets the step time: with less compute a step waits longer for input and "
-                  "takes as long")
-
+# Beside a pipeline that sets the step time (analysis.verdict.paced), by why it does.
+PACED_FACTS = {
+    "busy": fact("the input pipeline sets the step time: with less compute a step waits longer for input and "
+                 "takes as long"),
+    "cores": fact("the input pipeline's work fills the cores: a lighter model frees only its own share of the "
+                  "CPU work"),
+}
 
 def detect(ctx: Context) -> list[Finding]:
     b, ops = ctx.breakdown, ctx.ops
@@ -52,9 +55,8 @@ def detect(ctx: Context) -> list[Finding]:
         if top_op is not None:
             facts.append(fact("its top op", f"{top_op.type} ({top_op.category}, {ms(top_op.self_ps)}, {top_op.phase})"))
         fix = _LAYER_FIX.format(layer=top.layer, what=_WHAT.get(layer_cat, "units or channels"))
-        removed = b.compute * share * ctx.wall_ps
         out.append(Finding("layer", f"Layer {top.layer}: {share:.0%} of the model's op time", b.compute * share,
-                           _paced(ctx, facts), fix, _projected(ctx, removed), "compute"))
+                           _paced(ctx, facts), fix, _projected(ctx, share), "compute"))
     top = cats[0]
     share = top.self_ps / model_ps
     in_layer = sum(e.self_ps for e in ctx.table if ops.layers and e.layer == ops.layers[0].layer
@@ -63,13 +65,19 @@ def detect(ctx: Context) -> list[Finding]:
         facts = (pct_fact(f"share of the model's op time in {top.category} ops", share), ms_fact("their op time", top.self_ps))
         out.append(Finding("category", f"Op category {top.category}: {share:.0%} of the model's op time",
                            b.compute * share, _paced(ctx, facts), _CATEGORY_FIXES.get(top.category, _CATEGORY_FIXES["other"]),
-                           _projected(ctx, b.compute * share * ctx.wall_ps), "compute"))
+                           _projected(ctx, share), "compute"))
     return out
 
 
-def _projected(ctx: Context, removed_ps: float) -> int:
-    return round(ctx.per_step_ps) if ctx.input_paced else ctx.projected(removed_ps)
+def _projected(ctx: Context, share: float) -> int:
+    """The mean step without `share` of the model's op time."""
+    if ctx.paced == "cores":  # steps last as long as the CPU work of pipeline and model together
+        load = ctx.load
+        return round(ctx.per_step_ps * (1 - share * load.model_ps / (load.cpu_ps + load.model_ps)))
+    if ctx.paced:  # a lighter model waits longer for the pipeline
+        return round(ctx.per_step_ps)
+    return ctx.projected(ctx.breakdown.compute * share * ctx.wall_ps)
 
 
 def _paced(ctx: Context, facts) -> tuple:
-    return (*facts, PACED_FACT) if ctx.input_paced else tuple(facts)
+    return (*facts, PACED_FACTS[ctx.paced]) if ctx.paced else tuple(facts)

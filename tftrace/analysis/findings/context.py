@@ -10,6 +10,7 @@ import numpy as np
 from tftrace.analysis.breakdown import Timeline
 from tftrace.analysis.ops import OpEntry, OpStats
 from tftrace.analysis.overhead import Overhead
+from tftrace.analysis.pipeline_load import PipelineLoad
 from tftrace.analysis.steps import Steps
 from tftrace.events import Trace
 from tftrace.report import Breakdown, InputPipeline, PythonProfile
@@ -34,7 +35,8 @@ class Context:
     loop: str
     python: PythonProfile | None = None
     straggler: tuple | None = None  # (share, kind, title, evidence, fix) from analysis.hosts
-    input_paced: bool = False  # the input pipeline sets the step time (analysis.verdict.paced)
+    load: PipelineLoad | None = None  # the input pipeline's work during the steps, on the host
+    paced: str = ""  # why the input pipeline sets the step time, "" if it does not (analysis.verdict.paced)
 
     @property
     def n(self) -> int:

@@ -10,6 +10,7 @@ from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for, pipeline_fix
 from tftrace.analysis.findings.where import hottest_fact
+from tftrace.analysis.pipeline_load import cores as load_cores
 from tftrace.analysis.verdict import HIGHLY_INPUT
 from tftrace.report import InputPipeline
 
@@ -86,27 +87,7 @@ def detect(ctx: Context) -> list[Finding]:
         title = f"Input pipeline{in_fn}" + (f" ({ctx.pipeline.slowest} stage)" if ctx.pipeline.slowest else "")
     fix = pipeline_fix([k for k, ps, _ in kinds[:2] if ps >= 0.15 * (sum(p for _, p, _ in kinds) or 1)], has)
     if tl.device_busy is None:
-        work = sum(ps for _, ps, _ in kinds)
-        cores = _cores(ctx)
-        # On the host the pipeline's threads share the cores with the model's ops: its work while
-        # the model computes slows the model down, though the model does not wait for it.
-        contended = work * (1 - b.input) / cores if b.input < HIGHLY_INPUT else 0
-        if ctx.input_paced:
-            # The pipeline sets the pace and works beside the model's ops on the same cores: with
-            # it gone, those ops run without it, at most `cores` times faster for sharing them.
-            # Python's time counts no CPU: most of it is waiting for the GIL, not using a core.
-            cpu = sum(ps for kind, ps, _ in kinds if kind != "python")
-            contended = min(cpu * (1 - b.input) / cores, tl.compute.sum() * (1 - 1 / cores))
-        share = min(b.input + contended / ctx.wall_ps, 1 - b.idle)
-        wait = (pct_fact("share of step time waiting for input", b.input), ms_fact("per step waiting in IteratorGetNext",
-                                                               tl.input.sum() / ctx.n))
-        if contended / ctx.wall_ps >= CONTENDED:
-            wait += (ms_fact(f"pipeline work per step on {cores} cores shared with the model", work / ctx.n),)
-            if b.input < CONTENDED:
-                title = "Input pipeline competes with the model for the CPU:" + title[len("Input pipeline:"):]
-        if share > 0:
-            out.append(Finding("input", title, share, wait + facts + where, fix,
-                               ctx.projected(tl.input.sum() + contended), "input"))
+        out += _on_the_host(ctx, kinds, title, facts + where, fix)
     if tl.device_busy is not None and b.input > 0:
         facts_h2d = (pct_fact("share of step time the device only copies input in", b.input),
                      ms_fact("per step", tl.input.sum() / ctx.n))
@@ -121,11 +102,39 @@ def detect(ctx: Context) -> list[Finding]:
     return out
 
 
-def _cores(ctx: Context) -> int:
-    """Cores the ops run on: TensorFlow's intra-op (Eigen) threads, one per core by default."""
-    names = {ln.name for ln in ctx.trace.lines if ln.role == "compute" and not ln.on_device}
-    eigen = [n for n in names if "Eigen" in n]
-    return max(len(eigen) or len(names), 1)
+def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str) -> list[Finding]:
+    """The input finding of a host-only run: the wait for input, and the pipeline's work where it
+    takes the cores from the model's ops."""
+    b, tl = ctx.breakdown, ctx.tl
+    work = sum(ps for _, ps, _ in kinds)
+    cores = load_cores(ctx.trace)
+    wait = (pct_fact("share of step time waiting for input", b.input), ms_fact("per step waiting in IteratorGetNext",
+                                                                               tl.input.sum() / ctx.n))
+    if ctx.paced == "cores":
+        # Its work fills the cores: steps last as long as the CPU work of pipeline and model
+        # together, and without the pipeline's they shrink to the model's share of it.
+        load = ctx.load
+        cpu = (pct_fact(f"share of the {load.cores} cores' time the pipeline's work takes", load.core_share),
+               ms_fact("the model's op work per step beside it", load.model_ps / ctx.n))
+        share = min(load.cpu_share, 1 - b.idle)
+        return [Finding("input", title, share, wait + cpu + facts, fix, ctx.projected(share * ctx.wall_ps), "input")]
+    # On the host the pipeline's threads share the cores with the model's ops: its work while
+    # the model computes slows the model down, though the model does not wait for it.
+    contended = work * (1 - b.input) / cores if b.input < HIGHLY_INPUT else 0
+    if ctx.paced:
+        # The pipeline sets the pace and works beside the model's ops on the same cores: with
+        # it gone, those ops run without it, at most `cores` times faster for sharing them.
+        # Python's time counts no CPU: most of it is waiting for the GIL, not using a core.
+        cpu_ps = sum(ps for kind, ps, _ in kinds if kind != "python")
+        contended = min(cpu_ps * (1 - b.input) / cores, tl.compute.sum() * (1 - 1 / cores))
+    share = min(b.input + contended / ctx.wall_ps, 1 - b.idle)
+    if contended / ctx.wall_ps >= CONTENDED:
+        wait += (ms_fact(f"pipeline work per step on {cores} cores shared with the model", work / ctx.n),)
+        if b.input < CONTENDED:
+            title = "Input pipeline competes with the model for the CPU:" + title[len("Input pipeline:"):]
+    if share <= 0:
+        return []
+    return [Finding("input", title, share, wait + facts, fix, ctx.projected(tl.input.sum() + contended), "input")]
 
 
 def _what(ctx: Context, kinds, has) -> tuple[str, tuple]:
