@@ -212,7 +212,8 @@ def test_a_predict_loop_names_the_users_loading_function(runs):
     run = analyze(runs["loop"]).runs[0]
     assert run.steps.count == 16 and run.steps.source == "function 'one_step_on_data_distributed'"
     top = run.bottlenecks[0]
-    assert top.kind == "idle" and "load_image" in top.title and "test_python.py" in top.evidence
+    assert top.kind == "idle" and "load_image" in top.title and "test_python.py" in top.evidence, \
+        [(b.kind, b.title, b.evidence[:200]) for b in run.bottlenecks]
     load = next(r for r in run.python.rows if r.function == "load_image")
     assert load.thread == "main" and load.where == "between steps" and load.owner == "user"
 

@@ -21,6 +21,9 @@ from tftrace.analysis.sums import CHUNK
 from tftrace.events import Trace
 
 TRACING = ("tf.function-graph_building", "TraceFunction", "tf.function-tracing")  # graph building events
+# Ops that make a new iterator: one per call that builds its input pipeline (a call's start-up).
+ITERATOR_BUILDS = {"MakeIterator", "AnonymousIterator", "AnonymousIteratorV2", "AnonymousIteratorV3",
+                   "MultiDeviceIteratorInit", "AnonymousMultiDeviceIteratorV3"}
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class Overhead:
     eager_count: int
     regions: tuple[tuple[str, int], ...] = ()  # tftrace.region() names: step time beyond ops and input
     pipeline_tracing_ps: int = 0  # tracing the pipeline's own functions, inside its phases
+    pipeline_builds: int = 0  # iterators made inside steps: one per call that builds its input pipeline
 
 
 def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
@@ -69,8 +73,13 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
         tracing_ps=extra(*_row_spans(ev, tracing_rows[~in_phase])), traced=_traced(trace, start, end),
         eager_ps=int(self_ps[eager_rows].sum()), eager_count=len(eager_rows),
         regions=tuple(sorted(((r, ps) for r, ps in regions if ps > 0), key=lambda kv: (-kv[1], kv[0]))),
-        pipeline_tracing_ps=extra(*_row_spans(ev, tracing_rows[in_phase])),
+        pipeline_tracing_ps=extra(*_row_spans(ev, tracing_rows[in_phase])), pipeline_builds=_builds(trace, ev["name"][pipe_rows]),
     )
+
+
+def _builds(trace: Trace, names: np.ndarray) -> int:
+    codes, counts = np.unique(names, return_counts=True)
+    return int(sum(n for c, n in zip(codes.tolist(), counts.tolist()) if trace.ops[c].type in ITERATOR_BUILDS))
 
 
 def _row_spans(events, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -21,6 +21,7 @@ from tftrace.analysis.device_link import DeviceWork, extend_to_device, link_devi
 from tftrace.analysis.devices import device_rows
 from tftrace.analysis.hosts import HostView, host_rows, slowest, straggler
 from tftrace.analysis.mode import run_mode
+from tftrace.analysis.startup import startup_steps, steady
 from tftrace.analysis.step_view import step_view
 from tftrace.analysis.steps import STEP_FUNCTIONS, Steps, find_steps
 from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
@@ -89,7 +90,7 @@ def _host_part(trace: Trace) -> tuple[HostPart, tuple, Judged]:
     parts = _parts(tl)
     table = op_table(trace, *eager_layers(trace, steps.starts))
     collective = sum(e.self_ps for e in table if e.category == "collective")
-    judged = _judge(trace, tl, parts, classes[1])
+    judged = _judge(trace, tl, parts, classes[1], steps.numbers)
     view = HostView(trace.hosts[0] if trace.hosts else "", steps, tl, parts, judged.verdict.bound, collective)
     real = steps.kind not in ("window", "none")
     spans = (steps.starts, steps.ends, steps.numbers) if real else ((), (), ())
@@ -116,7 +117,7 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
     eager = _is_eager(table)
     pipeline = ranked_pipeline(_sum_stages(p.stages for p in parts), top)
     python = python_profile(timed, tl.start, tl.start + tl.dur)  # all rows: the findings look through them
-    judged = judged or _judge(timed, tl, breakdown, classes[1])
+    judged = judged or _judge(timed, tl, breakdown, classes[1], steps.numbers)
     ctx = Context(timed, steps, tl, breakdown, ov, stats, table, pipeline, mode, eager, _loop(timed, steps, mode),
                   python, straggler(views), judged.load, judged.paced)
     found = diagnose(ctx)
@@ -164,12 +165,23 @@ class Judged:
     paced: str
 
 
-def _judge(trace: Trace, tl, parts: Breakdown, compute) -> Judged:
-    """The verdict (the pipeline's load is measured on the host only; how long its threads work,
-    only where the step waits for it)."""
+def _judge(trace: Trace, tl, parts: Breakdown, compute, numbers) -> Judged:
+    """The verdict, of the steady state: steps holding a call's start-up are left out (and named);
+    the pipeline's load is measured on the host only, how long its threads work only where the
+    step waits for it."""
     device = tl.device_busy is not None
+    startup = startup_steps(trace, tl)
+    if len(startup):
+        tl = steady(tl, startup)
+        parts = _parts(tl)
     load = None if device else pipeline_load(trace, tl, compute, parts.input >= HIGHLY_INPUT)
-    return Judged(verdict(parts, tl.wall_ps > 0, device, load), load, paced(parts, device, load))
+    judged = verdict(parts, tl.wall_ps > 0, device, load)
+    if len(startup) and ":" in judged.text:
+        head, rest = judged.text.split(":", 1)
+        left_out = ", ".join(str(numbers[i]) for i in startup)
+        judged = dataclasses.replace(judged, text=f"{head} in the steady state (step {left_out} left out: a call's "
+                                                  f"start-up, building its input iterator):{rest}")
+    return Judged(judged, load, paced(parts, device, load))
 
 
 def _parts(tl) -> Breakdown:

@@ -44,6 +44,11 @@ _FIXES = {
         "evaluation": ("Evaluate less often inside training: `validation_freq=N` in fit, or a smaller validation "
                        "set (`validation_steps`)."),
         "callback": ("`{cb}.{hook}` does heavy work every few steps: do it less often, or off the training thread."),
+        "startup": ("Each fit, evaluate or predict call builds its input iterator (and runs its first step's "
+                    "set-up) once, before its first batch: over an epoch of many steps it is paid once, so run "
+                    "more steps per call rather than many short calls; to profile the steady state, start the "
+                    "capture a few steps in (TraceCallback's default window, or "
+                    "`TensorBoard(profile_batch=(3, 8))`)."),
         "other": ("Some steps do much more work than the others (periodic saving, logging, evaluation or "
                   "garbage collection): find what runs in them (the steps listed), and do it less often."),
     },

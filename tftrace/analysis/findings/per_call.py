@@ -12,7 +12,9 @@ _CALLS = {"train": "model.fit", "evaluate": "model.evaluate"}
 
 def detect(ctx: Context) -> list[Finding]:
     ov = ctx.overhead
-    if not ov.pipeline_ps:
+    # Built on most steps: a call per batch. Built in a few only, it is the start-up of a call
+    # that runs many steps (the stall detector names it), paid once per call.
+    if not ov.pipeline_ps or ov.pipeline_builds * 2 < ctx.n:
         return []
     call = _CALLS.get(ctx.mode, "model.predict")
     n = ctx.n

@@ -10,6 +10,7 @@ import numpy as np
 from tftrace.analysis.findings.base import Finding, fact, ms_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
+from tftrace.analysis.overhead import ITERATOR_BUILDS
 
 OUTLIER = 3.0  # a step this many times the median (with its gap) is a stall
 _SAVING = ("SaveV2", "MergeV2Checkpoints", "SaveSlices", "Save", "WriteFile", "ShardedFilename")
@@ -28,7 +29,7 @@ def detect(ctx: Context) -> list[Finding]:
         return []
     excess = int((full[out] - median).sum())
     numbers = [ctx.steps.numbers[i] for i in out]
-    facts = [fact("slow steps", ", ".join(map(str, numbers[:12])) + (" ..." if len(numbers) > 12 else "")),
+    facts = [fact("the slow steps (by number)", ", ".join(map(str, numbers[:12])) + (" ..." if len(numbers) > 12 else "")),
              ms_fact("their mean time", full[out].mean()), ms_fact("median step", median),
              fact("times the median", round(float(full[out].mean()) / median, 1))]
     what, cause, names = _what_runs(ctx, out)
@@ -56,6 +57,8 @@ def _what_runs(ctx: Context, slow: np.ndarray):
         facts.append(fact("ops only in the slow steps", ", ".join(f"{t} x{c}" for t, c in ops[:5])))
         if any(t in _SAVING for t, _ in ops):
             return facts, "writing a checkpoint", {"why": "checkpoint"}
+        if any(t in ITERATOR_BUILDS for t, _ in ops) and len(slow) <= 2:
+            return facts, "a call's start-up: building its input iterator", {"why": "startup"}
     if any(n.lower() in ("test", "evaluate") for n in ctx.steps.names):
         return facts, "evaluation", {"why": "evaluation"}
     return facts, "", {"why": "other"}
