@@ -127,10 +127,10 @@ class _Dask(_Serial):
     """Map on a dask.distributed cluster, each worker reading its host file itself (paths, not
     bytes, go through the scheduler); the reduce on a worker too."""
 
+    keeps = False  # a cluster's workers outlive the run: they keep nothing of it
+
     def __init__(self, client):
         self._client = client
-
-    keeps = False  # a cluster's workers outlive the run: they keep nothing of it
 
     def map(self, fn, args):
         futures = [self._client.submit(_freed_kept, fn, *a, pure=False) for a in args]
@@ -138,9 +138,6 @@ class _Dask(_Serial):
 
     def call_where(self, _index, fn, *args):
         return self._client.submit(_freed_kept, fn, *args, pure=False).result()
-
-    def close(self):
-        pass
 
 
 def _freed_kept(fn, *args):

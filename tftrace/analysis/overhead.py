@@ -73,11 +73,13 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
         tracing_ps=extra(*_row_spans(ev, tracing_rows[~in_phase])), traced=_traced(trace, start, end),
         eager_ps=int(self_ps[eager_rows].sum()), eager_count=len(eager_rows),
         regions=tuple(sorted(((r, ps) for r, ps in regions if ps > 0), key=lambda kv: (-kv[1], kv[0]))),
-        pipeline_tracing_ps=extra(*_row_spans(ev, tracing_rows[in_phase])), pipeline_builds=_builds(trace, ev["name"][pipe_rows]),
+        pipeline_tracing_ps=extra(*_row_spans(ev, tracing_rows[in_phase])),
+        pipeline_builds=_builds(trace, ev["name"][pipe_rows]),
     )
 
 
 def _builds(trace: Trace, names: np.ndarray) -> int:
+    """How many of the pipeline ops `names` make a new iterator (counted per name, not per row)."""
     codes, counts = np.unique(names, return_counts=True)
     return int(sum(n for c, n in zip(codes.tolist(), counts.tolist()) if trace.ops[c].type in ITERATOR_BUILDS))
 

@@ -14,10 +14,10 @@ from tftrace.events import Trace
 # tf.data stages that do work of their own (reading files), not only wait for the stage before.
 SOURCE_STAGES = {"TFRecord", "TextLine", "FixedLengthRecord"}
 # Python in the pipeline: its time is mostly waiting for the GIL, not using a core.
+PYTHON_TYPES = {"PyFunc", "EagerPyFunc", "Generator"}
 # A pipeline whose work takes less of the cores' time than this, and that no step waits for
 # much, weighs nothing in the verdict: its load is not measured further.
 NEGLIGIBLE = 0.05
-PYTHON_TYPES = {"PyFunc", "EagerPyFunc", "Generator"}
 
 
 @dataclass(frozen=True)

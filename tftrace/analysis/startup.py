@@ -12,6 +12,7 @@ from tftrace.analysis.breakdown import Timeline
 from tftrace.analysis.overhead import ITERATOR_BUILDS
 from tftrace.events import Trace
 
+
 def startup_steps(trace: Trace, tl: Timeline) -> np.ndarray:
     """Indices of the steps that hold a call's start-up: an iterator built on the main thread, in
     fewer than half of the steps (one per call, calls of several steps; built in most steps, it is

@@ -35,6 +35,7 @@ PACED_FACTS = {
                   "CPU work"),
 }
 
+
 def detect(ctx: Context) -> list[Finding]:
     b, ops = ctx.breakdown, ctx.ops
     cats = [c for c in ops.categories if c.category != "input"]
