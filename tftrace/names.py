@@ -27,7 +27,10 @@ class Op(NamedTuple):
 
     name: str
     type: str
-    kind: str  # "tf" (graph op), "eager" (op run eagerly), "data" (tf.data stage), "memcpy"
+    kind: str  # "tf" (graph op), "eager" (op run eagerly), "data" (tf.data stage), "memcpy", "device"
+    # (a device kernel or op), "xla" (an XLA op run by the host: XLA:CPU's thunks)
+    source: str = ""  # XLA ops: the framework's scope path (JAX `jit(f)/jvp(dense)/dot_general`)
+    precision: str = ""  # device kernels: the arithmetic their name tells (fp32, tf32, bf16, fp16, fp8)
 
 
 def is_input_event(name: str, op: Op | None) -> bool:

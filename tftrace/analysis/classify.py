@@ -157,8 +157,48 @@ def _entered_twice(scopes: frozenset[str]) -> bool:
 def classify(op: Op, scopes: LayerScopes = NO_LAYERS) -> Attribution:
     """Category, layer and phase of one op; `scopes` (the trace's, with the model's layer names
     when known) turns name scopes into layers."""
+    if op.source:
+        return _judge_xla(op, scopes.names)
     category, phase, names = _judge(op)
     return Attribution(category, _layer(names, scopes), phase)
+
+
+# JAX's transformations wrap the scope they apply to: `jvp(dense)` is the forward pass of the
+# scope `dense`, `transpose(jvp(dense))` its backward pass; `jit(f)` is a jitted function, no layer.
+_TRANSFORM = re.compile(r"(?P<fn>[A-Za-z_]+)\((?P<inner>.*)\)\Z")
+_FUNCTIONS = ("jit", "pjit", "xla_call", "xla_pmap", "pmap", "shard_map", "remat", "checkpoint", "custom_jvp_call",
+              "custom_vjp_call", "core_call", "closed_call", "named_call", "while", "cond", "scan")
+
+
+@lru_cache(maxsize=1 << 16)
+def _judge_xla(op: Op, layer_names: frozenset[str]) -> Attribution:
+    """An XLA op by its framework's scope path (`jit(train_step)/transpose(jvp(conv2d_5))/conv_general_dilated`):
+    its kind from the HLO op, its layer the deepest named scope (the model's own layer list
+    decides where there is one), backward inside `transpose(...)`, optimizer and loss by scope."""
+    segments = op.source.split("/")
+    scopes: list[str] = []
+    backward = False
+    for seg in segments[:-1] if len(segments) > 1 else segments:
+        inner, skip = seg, False
+        while (m := _TRANSFORM.match(inner)) is not None:
+            backward |= m["fn"] == "transpose"
+            skip |= m["fn"] in _FUNCTIONS
+            inner = m["inner"]
+        if not skip and _LAYER_LIKE.match(inner):
+            scopes.append(inner)
+    bare = [_bare(s).lower() for s in scopes]
+    category = category_of_type(op.type)
+    if any(s in OPTIMIZER_SCOPES for s in bare):
+        return Attribution("optimizer", "", "optimizer")
+    if category not in ("transfer", "collective") and any(_is_loss_scope(s) for s in bare):
+        category = "loss"
+    layer = ""
+    for scope in reversed(scopes):
+        name = _known(scope, scope, layer_names) if layer_names else scope
+        if name and not _is_loss_scope(_bare(name).lower()) and _bare(name).lower() not in METRIC_SCOPES:
+            layer = name
+            break
+    return Attribution(category, layer, "backward" if backward else "forward")
 
 
 # Op names repeat across steps and traces: judge each op once, its layer per trace.
@@ -220,16 +260,30 @@ def category_of_type(op_type: str) -> str:
 
 def _kernel_category(lower: str) -> str:
     """Device kernel and HLO names carry their kind in the text (gemm, conv, reduce...)."""
-    for needle, cat in (("memcpy", "transfer"), ("nccl", "collective"), ("all-reduce", "collective"),
-                        ("all_reduce", "collective"), ("conv", "convolution"), ("gemm", "matmul"),
-                        ("matmul", "matmul"), ("dot", "matmul"), ("softmax", "activation"),
-                        ("relu", "activation"), ("reduce", "reduction"), ("batchnorm", "normalization"),
-                        ("batch_norm", "normalization"), ("pool", "pooling"), ("transpose", "reshape"),
-                        ("copy", "transfer"), ("random", "dropout"), ("philox", "dropout"),
-                        ("fusion", "elementwise"), ("elementwise", "elementwise"), ("broadcast", "reshape")):
-        if needle in lower:
+    if lower.startswith("wrapped_"):  # XLA wraps a lone HLO instruction: `wrapped_subtract`
+        inner = category_of_type(lower[len("wrapped_"):])
+        if inner != "other":
+            return inner
+    for needles, cat in _KERNEL_NEEDLES:
+        if any(n in lower for n in needles):
             return cat
     return "other"
+
+
+# In order: the first that matches names the kind (a pooling fusion holds "reduce", a cuDNN
+# convolution kernel "gemm"). XLA:CPU hands dots to YNNPACK and oneDNN, whose fusions it names so.
+_KERNEL_NEEDLES = (
+    (("memcpy", "memset"), "transfer"), (("nccl", "all-reduce", "all_reduce", "all-gather", "all_gather",
+                                          "reduce-scatter", "reduce_scatter", "all-to-all", "all_to_all",
+                                          "collective-permute", "collective_permute"), "collective"),
+    (("reduce_window", "reduce-window", "select_and_scatter", "pool"), "pooling"),
+    (("conv", "fprop", "dgrad", "wgrad"), "convolution"),
+    (("gemm", "matmul", "dot", "ynn_fusion", "xnn_fusion", "onednn"), "matmul"),
+    (("softmax", "relu"), "activation"), (("batchnorm", "batch_norm", "batch-norm"), "normalization"),
+    (("reduce",), "reduction"), (("transpose",), "reshape"), (("copy",), "transfer"),
+    (("random", "philox", "rng"), "dropout"), (("fusion", "elementwise"), "elementwise"),
+    (("broadcast", "concatenate", "slice", "gather", "scatter", "bitcast", "pad"), "reshape"),
+)
 
 
 def _category(op: Op, scopes: tuple[str, ...], lowered: list[str]) -> str:

@@ -121,3 +121,22 @@ def extend_to_device(ends: np.ndarray, work: DeviceWork, trace: Trace) -> np.nda
     last = np.full(len(ends), np.iinfo(np.int64).min, np.int64)
     np.maximum.at(last, work.step[linked], end)
     return np.maximum(ends, last)
+
+
+def extend_to_cpu_modules(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Step ends run on to the end of the XLA:CPU work each step started: a jitted call returns
+    at once and its module's thunks run on XLA's own threads afterwards. A thunk belongs to the
+    last step that began before it (it cannot run before its call), and no step reaches past
+    the next one's start."""
+    codes = [c for c, op in trace.ops.items() if op.kind == "xla"]
+    if not codes or not len(starts):
+        return ends
+    rows = np.flatnonzero(trace.named(codes))
+    t0 = trace.events["start_ps"][rows]
+    t1 = t0 + trace.events["dur_ps"][rows]
+    step = np.searchsorted(starts, t0, side="right") - 1
+    ok = step >= 0
+    reach = np.full(len(starts), np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(reach, step[ok], t1[ok])
+    limit = np.append(starts[1:], np.iinfo(np.int64).max)
+    return np.maximum(ends, np.minimum(reach, limit))

@@ -36,6 +36,9 @@ def run_mode(trace: Trace, steps: Steps, table: list[OpEntry]) -> Mode:
         return Mode(modes.pop(), "step markers")
     if str(trace.sidecar.get("mode", "")) in _SIDECAR:
         return Mode(_SIDECAR[trace.sidecar["mode"]], "capture sidecar")
+    jax = _jax_step_modes(trace)
+    if len(jax) == 1:
+        return Mode(jax.pop(), "the jitted step function's name")
     functions = _step_functions(trace)
     named = {_NAMED[f] for f in functions if f in _NAMED}
     if len(named) > 1:
@@ -48,6 +51,25 @@ def run_mode(trace: Trace, steps: Steps, table: list[OpEntry]) -> Mode:
     if by_ops:
         return Mode(by_ops, "ops (a custom loop: no Keras step function)")
     return Mode("unknown", "")
+
+
+# Keras 3's JAX trainer names its step functions so (jitted: `PjitFunction(train_step)`; run
+# eagerly: the tracer's `$trainer.py:123 train_step`); JAX loops often do the same.
+_JAX_STEPS = {"train_step": "train", "test_step": "evaluate", "eval_step": "evaluate", "predict_step": "predict"}
+
+
+def _jax_step_modes(trace: Trace) -> set[str]:
+    out = set()
+    for name in trace.names:
+        if name.startswith("PjitFunction(") and name.endswith(")"):
+            fn = name[len("PjitFunction("):-1]
+        elif name.startswith("$trainer.py:"):
+            fn = name.rsplit(" ", 1)[-1]
+        else:
+            continue
+        if fn in _JAX_STEPS:
+            out.add(_JAX_STEPS[fn])
+    return out
 
 
 def _step_functions(trace: Trace) -> set[str]:

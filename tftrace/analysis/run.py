@@ -17,7 +17,7 @@ from tftrace.analysis.memory_findings import memory_findings
 from tftrace.analysis.ops import OpEntry, merge_tables, op_stats, op_table
 from tftrace.analysis.overhead import overhead
 from tftrace.analysis.python import python_profile
-from tftrace.analysis.device_link import DeviceWork, extend_to_device, link_device_work
+from tftrace.analysis.device_link import DeviceWork, extend_to_cpu_modules, extend_to_device, link_device_work
 from tftrace.analysis.devices import device_rows
 from tftrace.analysis.hosts import HostView, host_rows, slowest, straggler
 from tftrace.analysis.mode import run_mode
@@ -197,6 +197,8 @@ def _steps_with_device_work(trace: Trace) -> tuple[Steps, DeviceWork]:
                             by_group=steps.source.startswith("device step line"))
     if steps.kind in ("marker", "function") and work.how != "none":
         steps = dataclasses.replace(steps, ends=tuple(extend_to_device(ends, work, trace).tolist()))
+    elif steps.kind == "function":
+        steps = dataclasses.replace(steps, ends=tuple(extend_to_cpu_modules(trace, starts, ends).tolist()))
     return steps, work
 
 
@@ -210,6 +212,8 @@ def _loop(trace: Trace, steps: Steps, mode: str) -> str:
     if steps.kind == "marker" and not user_marked and all(n.lower() in _KERAS_MARKERS for n in steps.names):
         return "keras"
     if steps.kind == "function" and steps.names and steps.names[0] in STEP_FUNCTIONS and mode in ("train", "evaluate"):
+        return "keras"
+    if steps.kind == "function" and steps.source.endswith("(Keras 3 on JAX)") and mode != "predict":
         return "keras"
     return "custom" if mode in ("train", "evaluate", "unknown", "mixed") else "predict"
 

@@ -42,8 +42,8 @@ class Steps:
 
 def find_steps(trace: Trace) -> Steps:
     """The best step source this trace offers, in order of trust."""
-    for finder in (_root_markers, _keras3_batches, _step_functions, _user_functions, _device_steps, _device_modules,
-                   _window):
+    for finder in (_root_markers, _keras3_batches, _step_functions, _user_functions, _keras_jax_steps,
+                   _device_steps, _device_modules, _jit_calls, _window):
         steps = finder(trace)
         if steps is not None:
             return steps
@@ -181,6 +181,66 @@ def _with_batch_waits(trace: Trace, steps: Steps) -> Steps:
     begin = np.where(ok, w_start[np.maximum(last, 0)], starts)
     moved = ok & (begin >= prev_end) & (begin < starts)
     return dataclasses.replace(steps, starts=tuple(np.where(moved, begin, starts).tolist()))
+
+
+# Keras 3's JAX trainer runs each step (or `steps_per_execution` steps) as one call of these, which
+# JAX's Python tracer records as `$trainer.py:256 iterator_step`.
+KERAS_JAX_STEPS = ("iterator_step",)
+_JIT_CALL = "PjitFunction("
+MIN_JIT_SHARE = 0.5  # the step's jitted function holds at least this share of the main thread's jitted calls
+
+
+def _keras_jax_steps(trace: Trace) -> Steps | None:
+    """Keras 3 on JAX: each call of the trainer's `iterator_step` (the next batch and the
+    jitted step) is one step; Keras' loop and callbacks between calls are the gaps."""
+    codes = [c for c, n in enumerate(trace.names)
+             if n.startswith("$trainer.py:") and n.rsplit(" ", 1)[-1] in KERAS_JAX_STEPS]
+    if not codes:
+        return None
+    mask = trace.named(codes) & trace.on_lines(lambda ln: ln.role == "python")
+    if mask.sum() < 1:
+        return None
+    note = ("no step markers: each call of Keras' JAX trainer step (`iterator_step`: the next batch and the jitted "
+            "train_step) is one step; Keras' loop and callbacks between calls are the gaps between steps")
+    return _from_rows(trace, mask, "function 'iterator_step' (Keras 3 on JAX)", "function", note)
+
+
+def _jit_calls(trace: Trace) -> Steps | None:
+    """A JAX loop calls its jitted step (`PjitFunction(train_step)` on the main thread) once per
+    iteration: the jitted function called at least MIN_CALLS times that holds most of the main
+    thread's jitted-call time gives the steps, one per call (its device work joins it later). An
+    op-by-op loop, many small jitted calls none of which dominates, gives none."""
+    codes = [c for c, n in enumerate(trace.names) if n.startswith(_JIT_CALL)]
+    if not codes:
+        return None
+    ev = trace.events
+    rows = np.flatnonzero(trace.named(codes) & trace.on_lines(lambda ln: ln.role == "python"))
+    if len(rows) < MIN_CALLS:
+        return None
+    rows = rows[_outermost(ev["start_ps"][rows], ev["dur_ps"][rows])]
+    names = ev["name"][rows]
+    time = np.bincount(names, ev["dur_ps"][rows].astype(np.float64), len(trace.names))
+    count = np.bincount(names, minlength=len(trace.names))
+    best = int(np.argmax(np.where(count >= MIN_CALLS, time, -1)))
+    if count[best] < MIN_CALLS or time[best] < MIN_JIT_SHARE * time.sum():
+        return None
+    mask = np.zeros(len(ev), bool)
+    mask[rows[names == best]] = True
+    fn = trace.names[best][len(_JIT_CALL):].rstrip(")")
+    note = (f"no step markers: each call of the jitted function '{fn}' is one step, from the call to the end of the "
+            "device work it launched; the loop's Python between calls is the gap between steps")
+    return _from_rows(trace, mask, f"function '{fn}' (jitted, one call per step)", "function", note)
+
+
+def _outermost(start: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """Per event (in time order on one thread): not nested inside an earlier one (JAX records a
+    jitted call twice, one event inside the other)."""
+    order = np.argsort(start, kind="stable")
+    end = (start + dur)[order]
+    keep = np.ones(len(start), bool)
+    if len(start) > 1:
+        keep[order[1:]] = start[order][1:] >= np.maximum.accumulate(end)[:-1]
+    return keep
 
 
 def _device_steps(trace: Trace) -> Steps | None:

@@ -55,6 +55,13 @@ class TraceBuilder:
                 self._ops[code] = op
         return code
 
+    def refine(self, code: int, op: Op) -> None:
+        """Give an op the precision a later kernel of it tells, when its first kernel told none
+        (an XLA op may start with a workspace kernel before its GEMM)."""
+        known = self._ops.get(code)
+        if known is not None and op.precision and not known.precision:
+            self._ops[code] = known._replace(precision=op.precision)
+
     def name_of(self, code: int) -> str:
         return self._names[code]
 

@@ -7,6 +7,7 @@ import re
 import numpy as np
 
 from tftrace.names import Op, parse_tf_op, strip_annotation
+from tftrace.read.hlo import hlo_op, precision
 from tftrace.read.stats import parsed_stats, stat_int, stat_value
 
 _HLO_SUFFIX = re.compile(r"\.\d+\Z")
@@ -22,7 +23,7 @@ def device_label(md, stat_names) -> tuple[str, Op | None]:
     if "hlo_category" in meta_stats:
         hlo = md.display_name or md.name
         return f"hlo:{hlo}", Op(hlo, str(meta_stats["hlo_category"]), "device")
-    return f"kernel:{md.name}", Op(md.name, _kernel_type(md.name), "device")
+    return f"kernel:{md.name}", Op(md.name, _kernel_type(md.name), "device", "", precision(md.name))
 
 
 def _kernel_type(kernel: str) -> str:
@@ -44,9 +45,11 @@ def device_names(builder, line, name, stat_names) -> tuple[np.ndarray, dict[str,
     for i in np.flatnonzero(line.has_stats).tolist():
         st = {stat_names.get(s.metadata_id): s for s in parsed_stats(line.event(i))}
         # A copy stays a copy (as XProf classifies it), whichever op's annotation it carries.
-        label = None if int(name[i]) in copies else _kernel_op(st, stat_names)
-        if label is not None:
-            out[i] = builder.intern(f"{label[0]}:{label[1]}", Op(label[0], label[1], "device"))
+        if int(name[i]) not in copies:
+            labelled = _kernel_op(st, stat_names, builder.name_of(int(name[i])).removeprefix("kernel:"))
+            if labelled is not None:
+                out[i] = builder.intern(*labelled)
+                builder.refine(int(out[i]), labelled[1])
         for key, col in _LINKS.items():
             value = stat_int(stat_value(st[key], stat_names)) if key in st else None
             if value is not None and value >= 0:
@@ -54,15 +57,15 @@ def device_names(builder, line, name, stat_names) -> tuple[np.ndarray, dict[str,
     return out, links
 
 
-def _kernel_op(st, stat_names) -> tuple[str, str] | None:
+def _kernel_op(st, stat_names, kernel: str) -> tuple[str, Op] | None:
+    """The op a kernel runs, as (event name, Op): the TF op its stats name, else the XLA op."""
     for key in ("tf_op", "annotation"):
         if key in st:
             text = str(stat_value(st[key], stat_names))
             parsed = parse_tf_op(strip_annotation(text) if key == "annotation" else text)
             if parsed:
-                return parsed
+                return f"{parsed[0]}:{parsed[1]}", Op(parsed[0], parsed[1], "device", "", precision(kernel))
     if "hlo_op" in st:
-        hlo = str(stat_value(st["hlo_op"], stat_names))
-        module = str(stat_value(st["hlo_module"], stat_names)) if "hlo_module" in st else ""
-        return (f"{module}/{hlo}" if module else hlo), _HLO_SUFFIX.sub("", hlo)
+        text = {k: str(stat_value(st[k], stat_names)) if k in st else "" for k in ("hlo_op", "hlo_module", "name")}
+        return hlo_op(text["hlo_op"], text["hlo_module"], text["name"], kernel)
     return None

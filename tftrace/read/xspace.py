@@ -14,6 +14,7 @@ from tftrace.read.lines import check_times, decode_line
 from tftrace.read.schema import XPlaneLazy, XSpaceLazy
 from tftrace.read import storage, wire
 from tftrace.read.device import device_label, device_names
+from tftrace.read.hlo import XLA_CPU_THREADS, cpu_thunk, is_hlo_name
 from tftrace.read.memory import ALLOCATION, DEALLOCATION, memory_rows
 from tftrace.read.stats import parsed_stats, stat_int, stat_value
 from tftrace.read.wire import Field, WireError, WireFile, fields
@@ -97,7 +98,9 @@ def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder, progr
         clock.setdefault("base_ns", line.base_ns)
         role = line_role(head.name, line.name)
         info = LineInfo(host, head.name, line.name or line.display_name, role)
-        _add_line(builder, info, line, names, names.op_codes if role == "device_ops" else names.codes)
+        codes = names.op_codes if role == "device_ops" else \
+            names.thunk_codes() if info.name.startswith(XLA_CPU_THREADS) and not info.on_device else names.codes
+        _add_line(builder, info, line, names, codes)
         del line  # one line in memory at a time
         progress(p.end)
 
@@ -144,6 +147,19 @@ class _PlaneNames:
                 self.memory[i] = md.name in (ALLOCATION, DEALLOCATION)
                 self.alloc[i] = md.name == ALLOCATION
         self.codes[-1] = self.op_codes[-1] = builder.intern("(unknown event)")
+        self._builder, self._meta = builder, meta
+        self._thunks: np.ndarray | None = None
+
+    def thunk_codes(self) -> np.ndarray:
+        """Codes for XLA:CPU's threads, where an event named like an HLO instruction is that
+        instruction running (the module's compute on the host), made on first need."""
+        if self._thunks is None:
+            self._thunks = self.codes.copy()
+            for i, k in enumerate(self.keys.tolist()):
+                name = self._meta[k].name
+                if is_hlo_name(name):
+                    self._thunks[i] = self._builder.intern(f"hlo:{name}", cpu_thunk(name))
+        return self._thunks
 
 
 def _add_line(builder, info, line, names: "_PlaneNames", codes) -> None:

@@ -62,12 +62,42 @@ def detect(ctx: Context) -> list[Finding]:
     share = top.self_ps / model_ps
     in_layer = sum(e.self_ps for e in ctx.table if ops.layers and e.layer == ops.layers[0].layer
                    and e.category == top.category)
-    if not ops.layers or top.category != layer_cat or in_layer < SPREAD * top.self_ps:
+    if top.category == "other":  # no category to name: the op type that holds the time is the evidence
+        out.append(_op_type(ctx, model_ps))
+    elif not ops.layers or top.category != layer_cat or in_layer < SPREAD * top.self_ps:
         facts = (pct_fact(f"share of the model's op time in {top.category} ops", share), ms_fact("their op time", top.self_ps))
         out.append(Finding("category", f"Op category {top.category}: {share:.0%} of the model's op time",
                            b.compute * share, _paced(ctx, facts), _CATEGORY_FIXES.get(top.category, _CATEGORY_FIXES["other"]),
                            _projected(ctx, share), "compute"))
     return out
+
+
+# Op types outside the known categories that say what to do about them.
+_TYPE_FIXES = (
+    (("PyFunc", "EagerPyFunc", "PyFuncStateless"), "`{type}` runs Python inside the graph under the GIL: do that work "
+     "with TensorFlow ops (or in the input pipeline, ahead of the step), or precompute it."),
+    (("StringFormat", "PrintV2", "Print", "Assert", "AsString", "StringJoin", "CheckNumerics"), "`{type}` is debugging "
+     "or logging work (tf.print, tf.debugging asserts, string formatting) inside the step: remove it, or run it every "
+     "N steps outside the compiled step."),
+)
+_TYPE_FIX = ("`{type}` takes the most of the model's op time: find where it runs (the op table lists each op with its "
+             "layer) and remove it from the step, run it less often, or replace it with a cheaper op.")
+
+
+def _op_type(ctx: Context, model_ps: int) -> Finding:
+    """The op type that leads among ops of no known category (a custom, Python or debug op)."""
+    by_type: dict[str, int] = {}
+    for e in ctx.table:
+        if e.category == "other":
+            by_type[e.type] = by_type.get(e.type, 0) + e.self_ps
+    op_type, ps = max(by_type.items(), key=lambda kv: (kv[1], kv[0]))
+    share = ps / model_ps
+    count = sum(e.count for e in ctx.table if e.type == op_type and e.category == "other")
+    facts = (pct_fact(f"share of the model's op time in {op_type} ops", share), ms_fact("their op time", ps),
+             fact("runs", count))
+    fix = next((text for types, text in _TYPE_FIXES if op_type in types), _TYPE_FIX).format(type=op_type)
+    return Finding("op_type", f"Op {op_type}: {share:.0%} of the model's op time", ctx.breakdown.compute * share,
+                   _paced(ctx, facts), fix, _projected(ctx, share), "compute")
 
 
 def _projected(ctx: Context, share: float) -> int:

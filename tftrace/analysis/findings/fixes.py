@@ -91,6 +91,34 @@ _FIXES = {
                 "`TraceCallback(..., python=True)` to sample it) and the step timeline in the HTML report; "
                 "typical sources are per-step Python in callbacks or the loop, and framework dispatch of small ops."),
     },
+    "recompilation_jax": {
+        "any": ("`jax.jit` compiles `{fn}` again for each new input shape, dtype or static argument: pad batches to "
+                "one shape or a few bucket sizes (mask the padding), drop the last partial batch, and pass values "
+                "that change as array arguments rather than `static_argnums`; "
+                "`jax.config.update('jax_log_compiles', True)` prints each compile and what triggered it."),
+    },
+    "eager_jax": {
+        "keras": ("Compile without `run_eagerly=True` (the default is False): Keras on JAX then jits the whole "
+                  "train_step, and a step is one compiled call instead of one call per operation."),
+        "custom": ("Wrap the whole training step in `jax.jit` (parameters, optimizer state and batch as arguments; "
+                   "Python settings as `static_argnums`), create it once outside the loop, and call it every step: "
+                   "one compiled call instead of one dispatch per operation."),
+    },
+    "precision": {
+        "keras": ("Train in mixed precision: `keras.mixed_precision.set_global_policy('mixed_bfloat16')` before "
+                  "building the model (weights stay float32, matmuls and convolutions run in bfloat16)."),
+        "jax": ("Run the matmuls in bfloat16: cast parameters and inputs with `.astype(jnp.bfloat16)` inside the "
+                "step (keep a float32 master copy of the parameters for the update), or use a bfloat16 policy "
+                "(`jmp`, Flax's `dtype=jnp.bfloat16`)."),
+        "custom": ("Use mixed precision: `keras.mixed_precision.set_global_policy('mixed_bfloat16')` (or "
+                   "'mixed_float16' with loss scaling on GPUs without bfloat16)."),
+    },
+    "python_function": {
+        "any": ("`{fn}()` runs on the host on every step while the model waits for it: make its result once and "
+                "reuse it, vectorise it (numpy over whole batches, or `jax.numpy` inside the jitted step), or move it "
+                "off the step's path: prepare the next batch in a background thread (a `keras.utils.PyDataset` with "
+                "`workers`, or `jax.device_put` of batch n+1 while step n runs), and log every N steps."),
+    },
     "device_idle": {
         "any": ("The host cannot keep the device fed: run the step as one compiled function (`jit_compile=True`), "
                 "raise `steps_per_execution`, prefetch to the device, and move per-step Python (logging, .numpy(), "

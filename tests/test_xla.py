@@ -1,0 +1,141 @@
+"""Traces XLA writes (JAX, Keras 3 on JAX; GPU and CPU): steps found however they were captured,
+XLA ops attributed (category, layer, phase, precision), and each planted cause named with a
+projection near the timed fix. Two sets: seven H200 captures (sample_traces/gpu_jax, truth timed
+on that machine) and the JAX CPU zoo (sample_traces/jax_zoo, by sample_traces/capture_jax_zoo.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import sample
+from tftrace import analyze
+
+GPU_TRUTH = {r["name"]: r for r in map(json.loads, open(sample("gpu_jax", "truth.json")))}
+ZOO = json.load(open(sample("jax_zoo", "ground_truth.json")))
+ZOO_PROGRAMS = sorted(k for k, v in ZOO.items() if isinstance(v, dict))
+# Batches inside each H200 capture window (programs.py: 8 annotated steps, 10 for jax_input,
+# fit's batches 8..14, 8..13 and 20..40 for the Keras programs).
+GPU_STEPS = {"jax_compute": 8, "jax_input": 10, "jax_eager": 8, "jax_plain": 8, "keras_compute": 7,
+             "keras_run_eagerly": 6, "keras_small_steps": 21}
+# The cause each H200 program plants, as the finding kind that must name it.
+GPU_CAUSE = {"jax_compute": "precision", "jax_input": "python_function", "jax_eager": "eager",
+             "keras_run_eagerly": "eager", "keras_small_steps": "small_steps"}
+_RUNS: dict = {}
+
+
+def _run(*parts):
+    if parts not in _RUNS:
+        _RUNS[parts] = analyze(sample(*parts)).runs[0]
+    return _RUNS[parts]
+
+
+def _close(projected: float, truth: float) -> bool:
+    """Within 2x of the timed ratio, or both at most 0.05 (a cause that is nearly the whole step)."""
+    return (projected <= 0.05 and truth <= 0.05) or 0.5 <= projected / truth <= 2.0
+
+
+@pytest.mark.parametrize("name", sorted(GPU_TRUTH))
+def test_gpu_steps_are_the_captured_batches_and_the_bound_is_accepted(name):
+    run = _run("gpu_jax", name)
+    assert run.steps.count == GPU_STEPS[name], run.steps.source
+    assert not run.steps.source.startswith("window"), run.steps.source
+    assert run.verdict.bound in GPU_TRUTH[name]["expected_bound"], (run.verdict.text, run.breakdown)
+
+
+@pytest.mark.parametrize("name", sorted(GPU_CAUSE))
+def test_gpu_planted_cause_is_a_top_three_finding_with_a_near_projection(name):
+    run = _run("gpu_jax", name)
+    truth = GPU_TRUTH[name]
+    named = [b for b in run.bottlenecks[:3] if b.kind == GPU_CAUSE[name]]
+    assert named, [(b.kind, b.title) for b in run.bottlenecks]
+    b = named[0]
+    if truth.get("skip_projection"):
+        return
+    ratio = truth["truth_fixed_ms"] / truth["truth_slow_ms"]
+    projected = b.step_if_removed_ps / b.step_ps
+    if name == "keras_small_steps":
+        # JAX's Python tracer makes this step 2.4x slower than untimed (1.83 against 0.76 ms), so
+        # the ratio is off; the projected step itself is checked against the timed fixed step.
+        assert 0.5 <= (b.step_if_removed_ps / 1e9) / truth["truth_fixed_ms"] <= 2.0, b.step_if_removed_ps
+        return
+    assert _close(projected, ratio), (projected, ratio, b.title)
+
+
+def test_gpu_kernels_get_categories_precision_layers_and_phases():
+    compute = _run("gpu_jax", "jax_compute")
+    assert compute.categories[0].category == "matmul" and compute.categories[0].share > 0.9
+    precision = next(b for b in compute.bottlenecks if b.kind == "precision")
+    assert "TF32" in precision.title and "bfloat16" in precision.recommendation
+    cnn = _run("gpu_jax", "keras_compute")
+    assert cnn.categories[0].category == "convolution"
+    assert {r.layer for r in cnn.layers} >= {"conv2d_3", "conv2d_4", "conv2d_5"}
+    phases = {(o.type, o.phase) for o in cnn.ops}
+    assert ("cudnn-conv-bw-filter", "backward") in phases and ("cudnn-conv-bias-activation", "forward") in phases
+    assert not any(b.kind == "category" and "other" in b.title for r in (compute, cnn) for b in r.bottlenecks)
+
+
+def test_a_jitted_loop_with_no_annotation_is_stepped_by_its_jitted_calls():
+    run = _run("gpu_jax", "jax_plain")
+    assert run.steps.source == "function 'step' (jitted, one call per step)"
+    truth = GPU_TRUTH["jax_plain"]["truth_slow_ms"]
+    assert 0.8 <= run.steps.median_ps / 1e9 / truth <= 1.25, (run.steps.median_ps, truth)
+
+
+def test_keras_on_jax_steps_are_the_trainers_calls_in_training_mode():
+    for name in ("keras_compute", "keras_small_steps", "keras_run_eagerly"):
+        run = _run("gpu_jax", name)
+        assert "iterator_step" in run.steps.source and run.mode == "train", (name, run.steps.source, run.mode)
+
+
+@pytest.mark.parametrize("name", ZOO_PROGRAMS)
+def test_zoo_bound_steps_and_cause(name):
+    truth = ZOO[name]
+    run = _run("jax_zoo", name)
+    assert run.steps.count == truth["steps"], run.steps.source
+    assert run.verdict.bound in truth["bound"], (run.verdict.text, run.breakdown)
+    if truth["cause"] == "compute":
+        assert run.breakdown.compute > 0.3 and run.categories[0].category in ("matmul", "convolution")
+        return
+    named = [b for b in run.bottlenecks[:3] if b.kind == truth["cause"]]
+    assert named, [(b.kind, b.title) for b in run.bottlenecks]
+    b = named[0]
+    words = " ".join((b.title, b.evidence, b.recommendation))
+    assert all(w in words for w in truth["names"]), (truth["names"], words)
+    projected = b.step_if_removed_ps / b.step_ps
+    assert _close(projected, truth["ratio"]), (projected, truth["ratio"], b.title)
+
+
+@pytest.mark.parametrize("parts", [("gpu_jax", n) for n in sorted(GPU_TRUTH)] + [("jax_zoo", n) for n in ZOO_PROGRAMS])
+def test_no_bucket_leads_when_the_trace_names_more(parts):
+    run = _run(*parts)
+    lead = run.bottlenecks[0]
+    assert lead.kind not in ("category", "device_idle", "host_overhead") or lead.kind == "category" and \
+        "other" not in lead.title, (lead.kind, lead.title)
+
+
+def test_a_jax_cpu_capture_made_now_finds_its_jitted_steps_and_compute(tmp_path):
+    """A live capture with jax.profiler on this machine (JAX's CPU client runs the module on its
+    own threads): each jitted call is a step, and the module's thunks are the model's compute."""
+    pytest.importorskip("jax")
+    script = textwrap.dedent(f"""
+        import jax, jax.numpy as jnp
+        w = jax.random.normal(jax.random.PRNGKey(0), (768, 768))
+        x = jax.random.normal(jax.random.PRNGKey(1), (512, 768))
+        step = jax.jit(lambda w, x: jnp.tanh(x @ w) @ w.T)
+        step(w, x).block_until_ready()
+        jax.profiler.start_trace({str(tmp_path)!r})
+        for _ in range(5):
+            step(w, x).block_until_ready()
+        jax.profiler.stop_trace()
+    """)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=300, capture_output=True)
+    run = analyze(str(tmp_path)).runs[0]
+    assert run.steps.count == 5 and "jitted" in run.steps.source, run.steps.source
+    assert run.verdict.bound == "compute" and run.categories[0].category == "matmul", (run.verdict.text, run.categories)

@@ -1,0 +1,62 @@
+"""JAX ops dispatched one by one: an un-jitted training step, or Keras 3 on JAX with
+`run_eagerly=True`, shows as many small jitted calls (`PjitFunction(matmul)`, `PjitFunction(add)`)
+per step where a compiled step makes one."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
+from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings.fixes import fix_for
+
+MIN_CALLS = 10  # jitted calls per step: fewer are a step's own call and a few helpers, not op-by-op dispatch
+_JIT_CALL = "PjitFunction("
+
+
+def detect(ctx: Context) -> list[Finding]:
+    if not ctx.jax or ctx.steps.kind not in ("marker", "function") or ctx.steps.source.endswith("(jitted, one call per step)"):
+        return []
+    calls = _calls_per_step(ctx)
+    if not calls or sum(calls.values()) < MIN_CALLS * ctx.n:
+        return []
+    b = ctx.breakdown
+    per_step = sum(calls.values()) / ctx.n
+    top = ", ".join(f"{fn} x{round(c / ctx.n)}" for fn, c in calls.most_common(4))
+    keras = ctx.keras_jax
+    facts = (fact("Keras runs the train step eagerly (run_eagerly=True)" if keras else
+                  "the step is not jitted: each operation is its own small jitted call"),
+             fact("jitted calls per step", round(per_step)), fact("most called", top),
+             ms_fact("op time per step", ctx.tl.compute.sum() / ctx.n),
+             pct_fact("share of step time in dispatch and Python", b.host_overhead))
+    title = (f"run_eagerly=True: the train step runs op by op ({round(per_step)} jitted calls per step)" if keras else
+             f"Un-jitted step: {round(per_step)} operations dispatched one by one per step")
+    # Compiled, the step keeps its ops' and input's time (and the loop's gaps).
+    projected = round((ctx.tl.compute.sum() + ctx.tl.input.sum() + ctx.tl.idle.sum()) / ctx.n)
+    return [Finding("eager", title, b.host_overhead, facts, fix_for("eager_jax", "keras" if keras else "custom"),
+                    projected, "host_overhead")]
+
+
+def _calls_per_step(ctx: Context) -> Counter:
+    """Outermost jitted calls on the main thread inside steps, by function."""
+    rows = jit_calls(ctx)
+    return Counter(ctx.trace.names[c][len(_JIT_CALL):].rstrip(")") for c in ctx.trace.events["name"][rows].tolist())
+
+
+def jit_calls(ctx: Context) -> np.ndarray:
+    """Rows of the outermost jitted calls on the main thread inside steps (JAX records a call
+    twice, one event inside the other)."""
+    codes = [c for c, n in enumerate(ctx.trace.names) if n.startswith(_JIT_CALL)]
+    if not codes:
+        return np.zeros(0, np.int64)
+    ev = ctx.trace.events
+    rows = np.flatnonzero(ctx.trace.named(codes) & ctx.main_thread)
+    start, end = ev["start_ps"][rows], ev["start_ps"][rows] + ev["dur_ps"][rows]
+    order = np.argsort(start, kind="stable")
+    rows, start, end = rows[order], start[order], end[order]
+    outer = np.ones(len(rows), bool)
+    if len(rows) > 1:
+        outer[1:] = start[1:] >= np.maximum.accumulate(end)[:-1]
+    return rows[outer & (ctx.inside(start) >= 0)]
