@@ -43,10 +43,27 @@ def test_tracer_events_nest_into_stacks_per_thread_line():
     start = np.array([0, 1, 2, 5, 10, 0])
     end = np.array([10, 4, 3, 9, 12, 10])
     frame = np.array([0, 1, 2, 2, 0, 2])
-    parent, sid, stacks = _nest(_levels(line, start, end), frame)
+    parent, sid, tree = _nest(_levels(line, start, end), frame)
     assert parent.tolist() == [-1, 0, 1, 0, -1, -1]
-    assert [stacks[i] for i in sid.tolist()] == [(0,), (0, 1), (0, 1, 2), (0, 2), (0,), (2,)]
-    assert len(stacks) == 5  # (0,) is made once for both calls of a
+    assert [tree.path(i) for i in sid.tolist()] == [(0,), (0, 1), (0, 1, 2), (0, 2), (0,), (2,)]
+    assert len(tree) == 5  # (0,) is made once for both calls of a
+
+
+def test_stack_tree_sums_count_a_recursive_frame_once():
+    import numpy as np
+    from tftrace.analysis.stack_tree import from_paths, innermost_marked, outermost_of_frame, subtree_sums
+    # f -> g -> f (recursion) and f -> h; samples of 5 ps at f/g/f and 3 ps at f/h.
+    tree, nodes = from_paths([(0, 1, 0), (0, 2), (0, 1)])
+    assert nodes.tolist() == [2, 3, 1] and len(tree) == 4
+    below = subtree_sums(tree, nodes[:2], np.zeros(2, np.int64), np.array([5, 3]), 1)
+    assert below[:, 0].tolist() == [8, 5, 5, 3]
+    first = outermost_of_frame(tree)
+    assert first.tolist() == [True, True, False, True]  # the inner f is f again
+    total_f = below[first & (tree.frame == 0), 0].sum()
+    assert total_f == 8  # not 13: the recursion is not counted twice
+    # The innermost marked frame (h marked, value 7) is inherited by stacks under it, and none above.
+    marked = innermost_marked(tree, np.array([False, False, True]), np.array([-1, -1, 7]))
+    assert marked.tolist() == [-1, -1, -1, 7]
 
 
 def test_runs_without_python_data_have_an_empty_python_table():

@@ -11,11 +11,11 @@ between steps, as the trace's clock says.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 
+from tftrace.analysis.stack_tree import StackTree, from_paths, innermost_marked, outermost_of_frame, subtree_sums
 from tftrace.events import Trace
 from tftrace.report import FlameNode, PythonProfile, PythonRow
 
@@ -40,8 +40,8 @@ class _Sample:
     weight: np.ndarray  # ps per sample
     time: np.ndarray  # ps on the trace's clock
     kind: np.ndarray  # per sample: 0 main thread, else _INPUT or _OTHER
-    stack: np.ndarray  # per sample: index into stacks
-    stacks: list[tuple[int, ...]]  # frame ids, outermost first
+    stack: np.ndarray  # per sample: its stack, a node of `tree` (-1: an empty stack)
+    tree: StackTree
     frames: list[tuple[str, int, str]]
 
 
@@ -55,7 +55,7 @@ def python_profile(trace: Trace, starts: np.ndarray, ends: np.ndarray, top: int 
     total = int(samples.weight.sum())
     # Ranked by the time spent in a function itself, or for your code, in it and the library calls
     # it makes: outer frames (the test runner, fit's loop) are on every stack and say nothing.
-    ranked = sorted(rows, key=lambda r: (-max(r.self_ps, r.own_ps), -r.total_ps, r.function, r.file, r.thread,
+    ranked = sorted(rows, key=lambda r: (-max(r.self_ps, r.own_ps), -r.total_ps, r.function, r.file, r.line, r.thread,
                                          r.where))
     if isinstance(trace.python_samples, dict):
         source = f"stacks of every thread sampled every {trace.python_samples.get('interval_s', 0) * 1e3:g} ms"
@@ -82,7 +82,8 @@ def _from_sampler(trace: Trace) -> _Sample | None:
     # A thread's kind is judged once per (thread, stack), not per sample.
     kinds = np.array([_kind(names.get(str(i), ""), stacks[s], frames) for i, s in pairs.tolist()], np.int8)
     kind = kinds[inverse.reshape(-1)]
-    return _Sample(tick_weight[tick], (ticks[tick] - start_ns) * 1000, kind, stack, stacks, frames)
+    tree, nodes = from_paths(stacks)
+    return _Sample(tick_weight[tick], (ticks[tick] - start_ns) * 1000, kind, nodes[stack], tree, frames)
 
 
 def _owned(file: str, roots: dict[str, str]) -> str:
@@ -115,7 +116,7 @@ def _from_tracer(trace: Trace) -> _Sample | None:
     line, start, dur = ev["line"][rows], ev["start_ps"][rows], ev["dur_ps"][rows]
     levels = _levels(line, start, start + dur)
     frame_codes, frame = np.unique(ev["name"][rows], return_inverse=True)
-    parent, sid, stacks = _nest(levels, frame.reshape(-1).astype(np.int64))
+    parent, sid, tree = _nest(levels, frame.reshape(-1).astype(np.int64))
     # A child's time leaves its parent's self time.
     has = np.flatnonzero(parent >= 0)
     up = parent[has]
@@ -123,7 +124,7 @@ def _from_tracer(trace: Trace) -> _Sample | None:
     weight = dur.copy()
     np.subtract.at(weight, up, child_ps)
     frames = [_tracer_frame(trace.names[c]) for c in frame_codes.tolist()]
-    return _Sample(np.maximum(weight, 0), start, np.zeros(len(rows), np.int8), sid, stacks, frames)
+    return _Sample(np.maximum(weight, 0), start, np.zeros(len(rows), np.int8), sid, tree, frames)
 
 
 def _levels(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
@@ -140,27 +141,29 @@ def _levels(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[np.nda
     return np.split(order, cuts)
 
 
-def _nest(levels: list[np.ndarray], frame: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[tuple[int, ...]]]:
-    """Per row its parent (the last earlier row one level up: -1 at the top) and its stack id,
-    and each stack's frames, outermost first; a stack is its parent's plus one frame, so stacks
-    are made a level at a time, once per distinct stack."""
+def _nest(levels: list[np.ndarray], frame: np.ndarray) -> tuple[np.ndarray, np.ndarray, StackTree]:
+    """Per row its parent (the last earlier row one level up: -1 at the top) and its stack, a
+    node of the returned tree; a stack is its parent's plus one frame, so the tree grows a level
+    at a time, a node per distinct stack."""
     parent = np.full(len(frame), -1, np.int64)
-    sid = np.full(len(frame), -1, np.int64)
-    stacks: list[tuple[int, ...]] = []
+    node = np.full(len(frame), -1, np.int64)
+    tree_parent, tree_frame, tree_depth = [], [], []
     width = int(frame.max()) + 1
+    made = 0
     up_rows = np.empty(0, np.int64)
-    for rows in levels:
+    for depth, rows in enumerate(levels):
         if len(up_rows):
             parent[rows] = up_rows[np.searchsorted(up_rows, rows) - 1]
-        up_sid = sid[parent[rows]] if len(up_rows) else np.full(len(rows), -1, np.int64)
-        keys, inverse = np.unique((up_sid + 1) * width + frame[rows], return_inverse=True)
-        base = len(stacks)
-        for key in keys.tolist():
-            above, f = divmod(key, width)
-            stacks.append((stacks[above - 1] if above else ()) + (f,))
-        sid[rows] = base + inverse.reshape(-1)
+        up_node = node[parent[rows]] if len(up_rows) else np.full(len(rows), -1, np.int64)
+        keys, inverse = np.unique((up_node + 1) * width + frame[rows], return_inverse=True)
+        tree_parent.append(keys // width - 1)
+        tree_frame.append(keys % width)
+        tree_depth.append(np.full(len(keys), depth, np.int64))
+        node[rows] = made + inverse.reshape(-1)
+        made += len(keys)
         up_rows = rows
-    return parent, sid, stacks
+    tree = StackTree(*(np.concatenate(x) if x else np.zeros(0, np.int64) for x in (tree_parent, tree_frame, tree_depth)))
+    return parent, node, tree
 
 
 def _tracer_frame(name: str) -> tuple[str, int, str]:
@@ -180,54 +183,47 @@ def _placement(samples: _Sample, starts: np.ndarray, ends: np.ndarray) -> np.nda
     return np.where(samples.kind == 0, main, samples.kind).astype(np.int64)
 
 
-def _groups(samples: _Sample, where: np.ndarray) -> tuple[list[int], list[int], list[int]]:
-    """(stack ids, places, ps): the samples' time summed per distinct stack and place."""
-    keys, inverse = np.unique(samples.stack * len(WHERE) + where, return_inverse=True)
+def _groups(samples: _Sample, where: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(stacks, places, ps): the samples' time summed per distinct stack and place."""
+    keys, inverse = np.unique((samples.stack + 1) * len(WHERE) + where, return_inverse=True)
     ps = np.zeros(len(keys), np.int64)
     np.add.at(ps, inverse.reshape(-1), samples.weight)  # integer sums: exact to the picosecond
-    return (keys // len(WHERE)).tolist(), (keys % len(WHERE)).tolist(), ps.tolist()
+    return keys // len(WHERE) - 1, keys % len(WHERE), ps
 
 
 def _rows(samples: _Sample, groups) -> list[PythonRow]:
-    self_ps: dict = defaultdict(int)
-    total_ps: dict = defaultdict(int)
-    own_ps: dict = defaultdict(int)
+    """Per function and place: its self time (innermost frame), its total time (anywhere on the
+    stack, once however deep it recurses) and, for the user's code, its own time (innermost of
+    the user's frames, unless a framework frame is inside it)."""
+    stack, place, ps = groups
+    tree, places = samples.tree, len(WHERE)
+    ok = stack >= 0
+    stack, place, ps = stack[ok], place[ok], ps[ok]
+    n = len(samples.frames)
     owners = [code_owner(f[0]) for f in samples.frames]
-    user = [o == "user" for o in owners]
-    framework = [o in _FRAMEWORKS for o in owners]
-    for sid, place, w in zip(*groups):
-        stack = samples.stacks[sid]
-        if not stack:
-            continue
-        self_ps[(stack[-1], place)] += w
-        for f in set(stack):
-            total_ps[(f, place)] += w
-        inner = _own(stack, user, framework)
-        if inner is not None:
-            own_ps[(inner, place)] += w
+    user = np.array([o == "user" for o in owners], bool)
+    framework = np.array([o in _FRAMEWORKS for o in owners], bool)
+    self_ps = np.zeros((n, places), np.int64)
+    np.add.at(self_ps, (tree.frame[stack], place), ps)
+    below = subtree_sums(tree, stack, place, ps, places)
+    total_ps = np.zeros((n, places), np.int64)
+    first = np.flatnonzero(outermost_of_frame(tree))
+    np.add.at(total_ps, tree.frame[first], below[first])
+    inner = innermost_marked(tree, user | framework, np.where(user, np.arange(n), -1))[stack]
+    own_ps = np.zeros((n, places), np.int64)
+    np.add.at(own_ps, (inner[inner >= 0], place[inner >= 0]), ps[inner >= 0])
     grand = max(int(samples.weight.sum()), 1)
     rows = []
-    for (f, place), total in total_ps.items():
+    for f, where in zip(*np.nonzero(total_ps)):
         file, line, name = samples.frames[f]
-        own = self_ps.get((f, place), 0)
-        rows.append(PythonRow(name, file, line, _thread(place), WHERE[place], owners[f], own, total,
-                              round(own / grand, 6), own_ps.get((f, place), 0)))
+        own = int(self_ps[f, where])
+        rows.append(PythonRow(name, file, line, _thread(int(where)), WHERE[where], owners[f], own,
+                              int(total_ps[f, where]), round(own / grand, 6), int(own_ps[f, where])))
     return rows
 
 
 def _thread(place: int) -> str:
     return "main" if place < _INPUT else WHERE[place]
-
-
-def _own(stack: tuple[int, ...], user: list[bool], framework: list[bool]) -> int | None:
-    """The user's function this sample's time is spent in: the innermost of theirs, unless it
-    called into the framework (then the time is Keras' or TensorFlow's, called from their code)."""
-    for i in range(len(stack) - 1, -1, -1):
-        if framework[stack[i]]:
-            return None
-        if user[stack[i]]:
-            return stack[i]
-    return None
 
 
 def code_owner(file: str) -> str:
@@ -245,6 +241,7 @@ def code_owner(file: str) -> str:
     if path.startswith("<") or re.search(r"/lib/python3[.\d]*/", path):
         return "python"
     return "user"
+
 
 
 def hottest(profile: PythonProfile, places: tuple[str, ...]) -> tuple[PythonRow, float] | None:
@@ -265,30 +262,32 @@ def hottest(profile: PythonProfile, places: tuple[str, ...]) -> tuple[PythonRow,
 
 def _flame(samples: _Sample, groups) -> tuple[FlameNode, ...]:
     """An icicle per thread kind: each box a function on the stack, as wide as its time."""
+    stack, place, ps = groups
+    tree = samples.tree
+    kind = np.array([("main", "input pipeline", "other").index(_thread(p)) for p in range(len(WHERE))], np.int64)
+    ok = stack >= 0
+    below = subtree_sums(tree, stack[ok], kind[place[ok]], ps[ok], 3)
     out: list[FlameNode] = []
-    for thread in ("main", "input pipeline", "other"):
-        mine = [(sid, w) for sid, place, w in zip(*groups) if _thread(place) == thread and w]
-        total = sum(w for _sid, w in mine)
+    for k, thread in enumerate(("main", "input pipeline", "other")):
+        total = int(ps[kind[place] == k].sum())  # an empty stack's time counts, though it draws no box
         if not total:
             continue
-        tree: dict = {}
-        for sid, w in mine:
-            node = tree
-            for f in samples.stacks[sid][:FLAME_DEPTH]:
-                entry = node.setdefault(f, [0, {}])
-                entry[0] += w
-                node = entry[1]
-        _layout(tree, samples.frames, thread, total, 0, 0, out)
+        width = below[:, k]
+        # Boxes under FLAME_MIN of the thread's time are left out, and so is all below them.
+        big = np.flatnonzero((width >= FLAME_MIN * total) & (width > 0) & (tree.depth < FLAME_DEPTH))
+        children: dict[int, list[int]] = {}
+        for node in sorted(big.tolist(), key=lambda i: (-int(width[i]), int(tree.frame[i]))):
+            children.setdefault(int(tree.parent[node]), []).append(node)
+        _layout(children, tree, width, samples.frames, thread, total, -1, 0, out)
     return tuple(out)
 
 
-def _layout(tree: dict, frames, thread: str, total: int, depth: int, offset: int, out: list) -> None:
-    for f, (ps, children) in sorted(tree.items(), key=lambda kv: (-kv[1][0], kv[0])):
-        if ps < FLAME_MIN * total:
-            offset += ps
-            continue
-        file, line, name = frames[f]
-        out.append(FlameNode(thread, depth, round(offset / total, 6), round(ps / total, 6), name, file, line,
-                             code_owner(file), ps))
-        _layout(children, frames, thread, total, depth + 1, offset, out)
+def _layout(children: dict, tree: StackTree, width: np.ndarray, frames, thread: str, total: int, node: int,
+            offset: int, out: list) -> None:
+    for child in children.get(node, ()):
+        ps = int(width[child])
+        file, line, name = frames[int(tree.frame[child])]
+        out.append(FlameNode(thread, int(tree.depth[child]), round(offset / total, 6), round(ps / total, 6), name,
+                             file, line, code_owner(file), ps))
+        _layout(children, tree, width, frames, thread, total, child, offset, out)
         offset += ps

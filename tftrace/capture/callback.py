@@ -8,7 +8,7 @@ import time
 
 import keras
 
-from tftrace.capture import experiment, guard, marks, session as sessions
+from tftrace.capture import backend as backends, experiment, guard, marks, session as sessions
 from tftrace.capture.server import serve
 from tftrace.capture.session import ProfilerSession, _warn
 from tftrace.capture.window import Window
@@ -25,9 +25,12 @@ class TraceCallback(keras.callbacks.Callback):
 
     Each window becomes its own run, `<log_dir>/plugins/profile/<time>_<fit|evaluate|predict>...`,
     readable by `tftrace analyze` and by TensorBoard's Profile tab. Every captured step is
-    wrapped in `tf.profiler.experimental.Trace("train"|"test"|"predict", step_num=n, _r=1)`,
-    which spans every callback's batch hooks, wherever this callback stands in the list. While a
-    window is open, the other callbacks' hooks are marked `tftrace callback <Class>.<hook>`.
+    wrapped in `tf.profiler.experimental.Trace("train"|"test"|"predict", step_num=n, _r=1)`
+    (on Keras' JAX backend: `jax.profiler.StepTraceAnnotation(..., step_num=n)`, the windows
+    driven by `jax.profiler.start_trace`/`stop_trace`), which spans every callback's batch hooks,
+    wherever this callback stands in the list. While a window is open, the other callbacks' hooks
+    are marked `tftrace callback <Class>.<hook>`. Other Keras backends (torch, numpy): one
+    warning, and training goes on uncaptured.
     A window cut short (Ctrl-C, or an exception anywhere in the call) is saved before the
     exception goes on, marked `cut_short` in its sidecar.
 
@@ -42,7 +45,11 @@ class TraceCallback(keras.callbacks.Callback):
         window: steps in a default window.
         host_tracer_level, python_tracer_level, device_tracer_level: the profiler's levels.
             (TensorFlow 2.21 ignores levels passed from Python: it logs "host_tracer_level
-            expects an i value" and profiles at its defaults; they are passed on regardless.)
+            expects an i value" and profiles at its defaults; they are passed on regardless.
+            JAX takes host_tracer_level; its Python tracer is set by `python_tracer`.)
+        python_tracer: the profiler's own Python tracer: None for the profiler's default (JAX's
+            is on: every Python call is an event), False to turn it off (it slows Python-heavy
+            steps many times over; the step markers and XLA's events stay), True to ask for it.
         python: also sample every thread's Python stacks while a window is open (True: every
             5 ms; a number: that interval in seconds), so the report names the Python
             functions behind input and per-step time, tf.data's threads included.
@@ -60,8 +67,15 @@ class TraceCallback(keras.callbacks.Callback):
     def __init__(self, log_dir: str, fit_steps=True, epochs=(0,), evaluate_steps=True, predict_steps=True,
                  warmup: int = 2, window: int = 5, host_tracer_level: int = 2, python_tracer_level: int = 0,
                  device_tracer_level: int = 1, max_windows: int = 8, python: bool | float = False,
-                 server_port: int | None = None, confirm: bool = False):
+                 server_port: int | None = None, confirm: bool = False, python_tracer: bool | None = None):
         super().__init__()
+        self.python_tracer = python_tracer
+        # The profiler follows Keras' backend; one Keras has no profiler of ours (torch, numpy).
+        try:
+            self._backend = str(keras.backend.backend())
+        except Exception:
+            self._backend = backends.TENSORFLOW
+        self._unsupported = self._backend not in backends.NAMES
         self.confirm = confirm
         self.experiments: list = []  # one Experiment per confirmed call (`confirm=True`)
         # mode -> (run folder, steps, wall seconds) of this call's last complete window
@@ -102,6 +116,10 @@ class TraceCallback(keras.callbacks.Callback):
 
     # -- window bookkeeping -------------------------------------------------------------------
     def _begin_mode(self, mode: str) -> None:
+        if self._unsupported and not self._disabled:
+            self._disabled = True  # warned once per callback: every call would say the same
+            _warn(f"capture is not available on Keras' {self._backend} backend (tftrace drives TensorFlow's "
+                  "and JAX's profilers); training goes on without a trace")
         if not (mode == "test" and self._modes == ["train"]):
             self._begin_call()  # outermost: fit, or evaluate/predict on their own
         self._modes.append(mode)
@@ -207,7 +225,8 @@ class TraceCallback(keras.callbacks.Callback):
 
     def _open(self, mode: str) -> None:
         label = _MODES[mode] + (f"_epoch{self._epoch + 1}" if mode == "train" else "")
-        session = ProfilerSession(self.log_dir, label, **self._levels, python=self.python)
+        session = ProfilerSession(self.log_dir, label, **self._levels, python=self.python,
+                                  python_tracer=self.python_tracer, backend=self._backend)
         # Known before the window starts, so whoever closes it (us, the next capture, interpreter
         # exit) saves the same sidecar.
         session.sidecar = self._describe(mode)
@@ -228,14 +247,13 @@ class TraceCallback(keras.callbacks.Callback):
         if self._callbacks is None:
             return  # no list found: the other callbacks are unknown
         try:
-            marks.mark_callbacks(self._marks, self._callbacks, TraceCallback)
+            marks.mark_callbacks(self._marks, self._callbacks, TraceCallback, self._session.profiler.region)
         except Exception:  # the names are a bonus: the window goes on without them
             self._marks.restore()
 
     def _mark(self, mode: str, batch: int) -> None:
-        import tensorflow as tf
         try:
-            self._marker = tf.profiler.experimental.Trace(mode, step_num=int(batch), _r=1)
+            self._marker = self._session.profiler.step(mode, int(batch))
             self._marker.__enter__()
             self._session.steps.append(int(batch))
         except Exception:
@@ -350,8 +368,8 @@ class TraceCallback(keras.callbacks.Callback):
     def set_model(self, model):
         super().set_model(model)
         self._callbacks = _calling_list(self)
-        if self.server_port is not None:
-            serve(self.server_port)
+        if self.server_port is not None and not self._unsupported:
+            serve(self.server_port, self._backend)
 
     def on_train_begin(self, logs=None):
         self._begin_mode("train")

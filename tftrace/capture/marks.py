@@ -46,11 +46,10 @@ class Patches:
                 pass
 
 
-def mark_callbacks(patches: Patches, callbacks, skip: type) -> None:
+def mark_callbacks(patches: Patches, callbacks, skip: type, trace) -> None:
     """Wrap each hook that `callbacks` (a CallbackList) calls and that does something of its own, on
-    every callback but `skip`'s instances, in a TraceMe `tftrace callback <Class>.<hook>`."""
-    import tensorflow as tf
-    trace = tf.profiler.experimental.Trace
+    every callback but `skip`'s instances, in `trace("tftrace callback <Class>.<hook>")` (a TraceMe:
+    TensorFlow's `Trace` or JAX's `TraceAnnotation`)."""
     hooks = [a for a in dir(type(callbacks)) if a.startswith("on_")]
     seen = set()
     for cb in list(getattr(callbacks, "callbacks", None) or ()):

@@ -1,4 +1,4 @@
-"""Start and stop the TensorFlow profiler safely; `trace()` and `step()` for any loop."""
+"""Start and stop the profiler (TensorFlow's or JAX's) safely; `trace()` and `step()` for any loop."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 import tempfile
 import warnings
 
+from tftrace.capture import backend as backends
 from tftrace.capture.sidecar import write_sidecar
 
 
@@ -18,7 +19,7 @@ class CaptureWarning(UserWarning):
     """Something kept tftrace from capturing; the user's code goes on regardless."""
 
 
-_NOT_USER = {"tftrace", "keras", "tf_keras", "tensorflow", "contextlib", "atexit"}
+_NOT_USER = {"tftrace", "keras", "tf_keras", "tensorflow", "jax", "jaxlib", "contextlib", "atexit"}
 
 
 def _warn(message: str) -> None:
@@ -75,7 +76,7 @@ def writable(log_dir: str) -> str | None:
     return None
 
 
-# TensorFlow allows one profiler session per process. While tftrace holds it, it is here with a
+# TensorFlow and JAX each allow one profiler session per process. While tftrace holds it, it is here with a
 # check that the code which opened it can still close it: the next capture closes it (keeping its
 # data) when that code is gone, e.g. interrupted where no guard saw it, and interpreter exit closes
 # it in any case. The check lives here, not on the session: it may hold the opener's frame, and
@@ -91,10 +92,12 @@ class ProfilerSession:
 
     `steps` and `completed` are the step numbers begun and finished inside the window, `planned`
     how many it was meant to hold (None: open-ended), `sidecar` the metadata saved with it.
+    `backend`: "tensorflow" or "jax" (None: `backend.choose()` when the window starts).
     """
 
     def __init__(self, log_dir: str, label: str, host_tracer_level: int = 2,
-                 python_tracer_level: int = 0, device_tracer_level: int = 1, python: bool | float = False):
+                 python_tracer_level: int = 0, device_tracer_level: int = 1, python: bool | float = False,
+                 python_tracer: bool | None = None, backend: str | None = None):
         self.log_dir = os.fspath(log_dir)
         self.label = label
         # `python`: also sample every thread's Python stacks (True: every 5 ms; a number: that
@@ -103,6 +106,11 @@ class ProfilerSession:
         self.levels = dict(host_tracer_level=host_tracer_level,
                            python_tracer_level=max(python_tracer_level, int(bool(python))),
                            device_tracer_level=device_tracer_level)
+        # The profiler's own Python tracer: None leaves each profiler's default (JAX's: on; TF's:
+        # python_tracer_level), False turns it off (it slows Python-heavy loops many times over).
+        self.python_tracer = python_tracer
+        self.backend = backends.choose(backend) if backend is not None else None  # a bad name raises now
+        self.profiler = None
         self._sampler = None
         self.active = False
         self.run_dir: str | None = None
@@ -126,13 +134,17 @@ class ProfilerSession:
         if not close_abandoned():
             _warn(f"another tftrace capture ({_open.label}) is running; the {self.label} window is skipped")
             return False
-        _warn_multi_worker_once()
-        import tensorflow as tf
+        try:
+            self.profiler = backends.profiler(self.backend or backends.choose())
+        except backends.Unavailable as e:
+            _warn(f"{e}; the {self.label} window is skipped")
+            return False
+        if self.profiler.name == backends.TENSORFLOW:
+            _warn_multi_worker_once()
         self._before = set(os.listdir(_profile_root(self.log_dir)))
         try:
-            options = tf.profiler.experimental.ProfilerOptions(**self.levels)
-            tf.profiler.experimental.start(self.log_dir, options=options)
-        except Exception as e:  # AlreadyExistsError when another session (e.g. TensorBoard's) runs
+            self.profiler.start(self.log_dir, self.levels, self.python_tracer)
+        except Exception as e:  # AlreadyExistsError (TF), RuntimeError (JAX) when another session runs
             _warn(f"could not start the profiler ({type(e).__name__}: {str(e).strip() or 'another profiler is running'}); "
                   f"the {self.label} window is skipped")
             return False
@@ -175,9 +187,8 @@ class ProfilerSession:
                 fn()
             except Exception:
                 pass
-        import tensorflow as tf
         try:
-            tf.profiler.experimental.stop()
+            self.profiler.stop()
         except Exception as e:
             self._release()
             self._save_samples()
@@ -189,8 +200,8 @@ class ProfilerSession:
         if self.run_dir is None:
             _warn(f"the profiler wrote no trace for the {self.label} window into {self.log_dir}")
             return None
-        meta = {**self.sidecar, **(sidecar or {}), "label": self.label, "steps": self.steps,
-                "regions": sorted(REGIONS)}
+        meta = {**backends.versions(), "profiler": self.profiler.name, **self.sidecar, **(sidecar or {}),
+                "label": self.label, "steps": self.steps, "regions": sorted(REGIONS)}
         if cut_short:
             meta["cut_short"] = self._cut(cut_short)
         try:
@@ -272,13 +283,24 @@ _step_counter = itertools.count()
 REGIONS: set[str] = set()
 
 
+def _marker_profiler(session):
+    """The open capture's profiler, else the one a capture would choose now; None if none can."""
+    if session is not None and session.profiler is not None:
+        return session.profiler
+    try:
+        return backends.profiler(backends.choose())
+    except backends.Unavailable:
+        return None
+
+
 @contextlib.contextmanager
 def step(name: str = "train", step_num: int | None = None):
-    """Mark one iteration of a loop as a step that tftrace and TensorBoard's profiler both find."""
-    import tensorflow as tf
+    """Mark one iteration of a loop as a step that tftrace and TensorBoard's profiler both find
+    (TensorFlow's `Trace(name, step_num=n, _r=1)`, or JAX's `StepTraceAnnotation(name, step_num=n)`)."""
     number = next(_step_counter) if step_num is None else int(step_num)
     session = _open  # counted into a tftrace capture's sidecar, so a cut-short one knows how far it got
-    with tf.profiler.experimental.Trace(name, step_num=number, _r=1):
+    profiler = _marker_profiler(session)
+    with profiler.step(name, number) if profiler is not None else contextlib.nullcontext():
         if session is not None:
             session.steps.append(number)
         yield number
@@ -290,9 +312,9 @@ def step(name: str = "train", step_num: int | None = None):
 def region(name: str):
     """Name a piece of your own code (image loading, augmentation, logging) so the analysis can
     say how much step time it takes: TensorFlow's profiler does not see pure Python otherwise."""
-    import tensorflow as tf
     REGIONS.add(str(name))
-    with tf.profiler.experimental.Trace(str(name)):
+    profiler = _marker_profiler(_open)
+    with profiler.region(str(name)) if profiler is not None else contextlib.nullcontext():
         yield
 
 
@@ -307,14 +329,20 @@ class trace(contextlib.ContextDecorator):
     `python=True` also samples every thread's Python stacks (every 5 ms; a number sets the
     interval in seconds), so the report names the Python functions behind input, loading and
     per-call time. Levels are the profiler's own (TensorFlow 2.21 ignores them from Python).
+    `backend`: "tensorflow" or "jax"; by default Keras' backend, else the framework imported
+    (JAX alone: JAX), else TensorFlow if it imports. `python_tracer=False` turns the profiler's
+    Python tracer off (JAX's is on by default and slows Python-heavy loops many times over).
     Nothing here ever raises into the traced code; a block that raises (Ctrl-C included) keeps
     what it captured, marked as cut short in its sidecar.
     """
 
     def __init__(self, log_dir: str, label: str = "trace", host_tracer_level: int = 2,
                  python_tracer_level: int = 0, device_tracer_level: int = 1, model=None,
-                 python: bool | float = False):
-        self._args = (log_dir, label, host_tracer_level, python_tracer_level, device_tracer_level, python)
+                 python: bool | float = False, python_tracer: bool | None = None, backend: str | None = None):
+        if backend is not None:
+            backends.choose(backend)  # a name tftrace cannot capture with is the caller's error: say so now
+        self._args = (log_dir, label, host_tracer_level, python_tracer_level, device_tracer_level, python,
+                      python_tracer, backend)
         self.model = model
         self.session: ProfilerSession | None = None
         self.run_dir: str | None = None

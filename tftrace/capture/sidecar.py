@@ -43,24 +43,27 @@ def _params(layer) -> int:
 
 
 def describe(model, mode: str, batch_size: int | None = None) -> dict:
-    """What analysis needs to name layers and show parameters beside time."""
-    import tensorflow as tf
-    try:
-        import keras
-        keras_version = keras.__version__
-    except ImportError:
-        keras_version = ""
+    """What analysis needs to name layers and show parameters beside time. Framework versions are
+    read from the modules already imported: a JAX run must not import TensorFlow for them."""
+    from tftrace.capture.backend import versions
     layers = []
     for layer in _layers(model):
         layers.append({"name": layer.name, "class": type(layer).__name__, "params": _params(layer),
-                       "trainable_params": _trainable(layer), "output_shape": _shape(layer)})
+                       "trainable_params": _trainable(layer), "output_shape": _shape(layer),
+                       "dtype_policy": _policy(layer)})
     return {
         "model": getattr(model, "name", ""), "mode": mode, "batch_size": batch_size,
-        "params": _params(model), "trainable_params": _trainable(model),
+        "params": _params(model), "trainable_params": _trainable(model), "dtype_policy": _policy(model),
         "layers": layers, "layer_names": [x["name"] for x in layers],
         "layer_params": {x["name"]: x["params"] for x in layers},
-        "tensorflow_version": tf.__version__, "keras_version": keras_version,
+        "keras_version": "", **versions(),
     }
+
+
+def _policy(layer) -> str:
+    """The layer's dtype policy (`mixed_bfloat16`, `float32`...): what precision its ops ran at."""
+    policy = getattr(layer, "dtype_policy", None)
+    return str(getattr(policy, "name", policy or ""))
 
 
 def _trainable(layer) -> int:

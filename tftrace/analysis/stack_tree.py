@@ -1,0 +1,88 @@
+"""Python call stacks as one tree of numpy arrays: each node a stack (its parent's plus one frame),
+so sums over stacks are numpy passes a depth at a time, not a Python loop per stack."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class StackTree:
+    """Node i is a stack: `frame[i]` called from the stack `parent[i]` (-1: outermost frame)."""
+
+    parent: np.ndarray
+    frame: np.ndarray
+    depth: np.ndarray  # 0 for an outermost frame
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def levels(self) -> list[np.ndarray]:
+        """Nodes by depth, outermost first (within a level in node order)."""
+        order = np.argsort(self.depth, kind="stable")
+        cuts = np.searchsorted(self.depth[order], np.arange(1, int(self.depth.max(initial=0)) + 1))
+        return np.split(order, cuts)
+
+    def path(self, node: int) -> tuple[int, ...]:
+        """The stack's frames, outermost first."""
+        out = []
+        while node >= 0:
+            out.append(int(self.frame[node]))
+            node = int(self.parent[node])
+        return tuple(reversed(out))
+
+
+def from_paths(paths: list[tuple[int, ...]]) -> tuple[StackTree, np.ndarray]:
+    """The tree of these stacks (frame ids, outermost first) and each path's node (-1 for an
+    empty one); equal paths and shared prefixes become one node."""
+    index: dict[tuple[int, int], int] = {}
+    parent: list[int] = []
+    frame: list[int] = []
+    depth: list[int] = []
+    nodes = np.full(len(paths), -1, np.int64)
+    for k, path in enumerate(paths):
+        node = -1
+        for d, f in enumerate(path):
+            key = (node, f)
+            found = index.get(key)
+            if found is None:
+                found = index[key] = len(frame)
+                parent.append(node)
+                frame.append(f)
+                depth.append(d)
+            node = found
+        nodes[k] = node
+    return StackTree(np.asarray(parent, np.int64), np.asarray(frame, np.int64), np.asarray(depth, np.int64)), nodes
+
+
+def subtree_sums(tree: StackTree, node: np.ndarray, column: np.ndarray, ps: np.ndarray, columns: int) -> np.ndarray:
+    """Per node and column, the ps of every (node, column, ps) entry at the node or below it."""
+    out = np.zeros((len(tree), columns), np.int64)
+    np.add.at(out, (node, column), ps)
+    for level in reversed(tree.levels()[1:]):  # deepest first: each level hands its sums to its parents
+        np.add.at(out, tree.parent[level], out[level])
+    return out
+
+
+def outermost_of_frame(tree: StackTree) -> np.ndarray:
+    """Per node: its frame is on no stack above it (a recursive call's inner nodes are False), so
+    a frame's time is counted once however deep it recurses."""
+    first = np.ones(len(tree), bool)
+    up = tree.parent.copy()
+    while (live := up >= 0).any():
+        first[live] &= tree.frame[up[live]] != tree.frame[live]
+        up[live] = tree.parent[up[live]]
+    return first
+
+
+def innermost_marked(tree: StackTree, decides: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """Per node, `value` of the innermost frame on its stack whose frame `decides` (-1 if none)."""
+    out = np.full(len(tree), -1, np.int64)
+    for level in tree.levels():
+        up = tree.parent[level]
+        inherited = np.where(up >= 0, out[np.maximum(up, 0)], -1)
+        mine = decides[tree.frame[level]]
+        out[level] = np.where(mine, value[tree.frame[level]], inherited)
+    return out

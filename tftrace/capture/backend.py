@@ -1,0 +1,145 @@
+"""The profiler a capture drives, TensorFlow's or JAX's: chosen, started, stopped and marked here."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+
+from tftrace.errors import TftraceError
+
+TENSORFLOW, JAX = "tensorflow", "jax"
+NAMES = (TENSORFLOW, JAX)
+
+
+class Unavailable(Exception):
+    """No profiler tftrace drives fits this process; the message says why, in one line."""
+
+
+class BackendError(TftraceError, ValueError):
+    """A backend was asked for by a name tftrace does not capture with."""
+
+
+def keras_backend() -> str | None:
+    """Keras' backend if Keras 3 is imported already (never imported here: that would import TF)."""
+    keras = sys.modules.get("keras")
+    try:
+        return str(keras.backend.backend()) if keras is not None else None
+    except Exception:  # tf.keras, a half-imported Keras: no backend to read
+        return None
+
+
+_fallback: str | None = None  # the choice that had to import a framework, made once
+
+
+def choose(explicit: str | None = None) -> str:
+    """TENSORFLOW or JAX: `explicit` if given; else Keras' backend when it is one of them; else the
+    framework already imported (JAX alone: JAX); else TensorFlow if it imports, else JAX."""
+    global _fallback
+    if explicit is not None:
+        if explicit not in NAMES:
+            raise BackendError(f"backend must be 'tensorflow' or 'jax', not {explicit!r}")
+        return explicit
+    keras = keras_backend()
+    if keras in NAMES:
+        return keras
+    tf, jax = "tensorflow" in sys.modules, "jax" in sys.modules
+    if jax and not tf:  # a JAX program: TensorFlow's profiler would not see JAX's work
+        return JAX
+    if tf:
+        return TENSORFLOW
+    if _fallback is None:
+        for name in NAMES:  # TensorFlow first: tftrace's home; importing it is what its capture did
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                continue
+            _fallback = name
+            break
+        else:
+            raise Unavailable("neither TensorFlow nor JAX can be imported here: pip install tensorflow, or jax")
+    return _fallback
+
+
+def profiler(name: str):
+    return _JaxProfiler() if name == JAX else _TensorFlowProfiler()
+
+
+class _TensorFlowProfiler:
+    name = TENSORFLOW
+
+    def start(self, log_dir: str, levels: dict, python_tracer: bool | None) -> None:
+        import tensorflow as tf
+        levels = dict(levels)
+        if python_tracer is not None:
+            levels["python_tracer_level"] = int(python_tracer)
+        tf.profiler.experimental.start(log_dir, options=tf.profiler.experimental.ProfilerOptions(**levels))
+
+    def stop(self) -> None:
+        import tensorflow as tf
+        tf.profiler.experimental.stop()
+
+    def step(self, name: str, number: int):
+        import tensorflow as tf
+        return tf.profiler.experimental.Trace(name, step_num=number, _r=1)
+
+    def region(self, name: str):
+        import tensorflow as tf
+        return tf.profiler.experimental.Trace(name)
+
+    def serve(self, port: int) -> None:
+        import tensorflow as tf
+        tf.profiler.experimental.server.start(int(port))
+
+
+class _JaxProfiler:
+    name = JAX
+
+    def start(self, log_dir: str, levels: dict, python_tracer: bool | None) -> None:
+        import jax
+        options = None
+        # JAX's Python tracer records every Python call (on by default): off only when asked, and only
+        # where start_trace takes options (jax >= 0.4.3x); an older JAX is told by a warning.
+        if "profiler_options" in inspect.signature(jax.profiler.start_trace).parameters:
+            options = jax.profiler.ProfileOptions()
+            options.host_tracer_level = int(levels.get("host_tracer_level", options.host_tracer_level))
+            if python_tracer is not None:
+                options.python_tracer_level = int(python_tracer)
+        elif python_tracer is False:
+            from tftrace.capture.session import _warn
+            _warn(f"jax {jax.__version__} takes no profiler options: its Python tracer stays on")
+        if options is None:
+            jax.profiler.start_trace(log_dir)
+        else:
+            jax.profiler.start_trace(log_dir, profiler_options=options)
+
+    def stop(self) -> None:
+        import jax
+        jax.profiler.stop_trace()
+
+    def step(self, name: str, number: int):
+        import jax
+        # `_r=1` and `step_num`, as TensorFlow's step markers: XProf and tftrace find the steps.
+        return jax.profiler.StepTraceAnnotation(name, step_num=number)
+
+    def region(self, name: str):
+        import jax
+        return jax.profiler.TraceAnnotation(name)
+
+    def serve(self, port: int) -> None:
+        import jax
+        jax.profiler.start_server(int(port))
+
+
+def versions() -> dict:
+    """The versions of the frameworks this process imported (read, never imported here)."""
+    out = {}
+    for key, module in (("tensorflow_version", "tensorflow"), ("keras_version", "keras"),
+                        ("jax_version", "jax"), ("jaxlib_version", "jaxlib")):
+        version = getattr(sys.modules.get(module), "__version__", None)
+        if isinstance(version, str):
+            out[key] = version
+    backend = keras_backend()
+    if backend:
+        out["backend"] = backend
+    return out
