@@ -244,11 +244,17 @@ def code_owner(file: str) -> str:
 
 
 
+def _profiler_own(row: PythonRow) -> bool:
+    """The profiler starting or stopping itself (JAX's `stop_trace` writes the trace): not the
+    program's time."""
+    return row.file.endswith("profiler.py") and row.function in ("start_trace", "stop_trace")
+
+
 def hottest(profile: PythonProfile, places: tuple[str, ...]) -> tuple[PythonRow, float] | None:
     """The user's function that the most time in these places is spent in (innermost of the
     user's functions on the stack; else the hottest function by self time there), with its share
     of those places' time."""
-    rows = [r for r in profile.rows if r.where in places]
+    rows = [r for r in profile.rows if r.where in places and not _profiler_own(r)]
     if not rows:
         return None
     place_total = sum(r.self_ps for r in rows) or 1

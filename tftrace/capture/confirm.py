@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 
 from tftrace.capture import data_source, experiment
 from tftrace.capture.state import Snapshot, variables_of
@@ -58,12 +59,9 @@ def _fresh(dataset):
     if iter(dataset) is dataset:
         raise TypeError("dataset is an iterator (a generator?): it cannot be read twice; pass the dataset "
                         "(a tf.data.Dataset, a list, or anything iter() restarts)")
-    try:
-        import tensorflow as tf
-        if isinstance(dataset, tf.data.Dataset):
-            return iter(data_source.unshuffled(dataset))
-    except ImportError:
-        pass
+    tf = sys.modules.get("tensorflow")  # a tf.data.Dataset means TensorFlow is imported; a JAX loop must not pay for it
+    if tf is not None and isinstance(dataset, getattr(getattr(tf, "data", None), "Dataset", ())):
+        return iter(data_source.unshuffled(dataset))
     return iter(dataset)
 
 

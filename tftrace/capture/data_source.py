@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import sys
 
 _SHUFFLES = {"ShuffleDataset", "ShuffleDatasetV2", "ShuffleDatasetV3"}  # input 0: the dataset shuffled
@@ -26,8 +27,9 @@ def keras_epoch_iterator(model, call: str):
                       "tf.keras is not supported yet)")
 
 
-def batches(epoch_iterator):
-    """A fresh iterator over the call's batches, as its step function receives them."""
+def batches(epoch_iterator, jax: bool = False):
+    """A fresh iterator over the call's batches, as its step function receives them; `jax`: on
+    Keras' JAX backend (arrays as JAX arrays, and TensorFlow left alone unless the data is tf.data)."""
     adapter = epoch_iterator.data_adapter
     kind = type(adapter).__name__
     if kind == "GeneratorDataAdapter":
@@ -38,7 +40,22 @@ def batches(epoch_iterator):
         dataset = adapter.py_dataset
         count = _length(dataset)
         return (dataset[i] for i in range(count if count is not None else 10**9))
+    if jax:
+        return _jax_batches(adapter, kind)
     return iter(unshuffled(adapter.get_tf_dataset()))
+
+
+def _jax_batches(adapter, kind: str):
+    if kind == "ArrayDataAdapter":
+        # A copy that does not shuffle: shuffling draws from NumPy's global generator, and the
+        # user's next epoch (with a seed set) would see another order than without the experiment.
+        fresh = copy.copy(adapter)
+        fresh._shuffle = False
+        return iter(fresh.get_jax_iterator())
+    if kind == "TFDatasetAdapter":  # tf.data given to Keras on JAX: TensorFlow is imported already
+        return unshuffled(adapter.get_tf_dataset()).as_numpy_iterator()
+    raise Unavailable(f"reading a {kind}'s data again is not supported on the JAX backend yet; "
+                      "pass arrays, a keras.utils.PyDataset or a tf.data.Dataset to time the input alone")
 
 
 def _length(dataset) -> int | None:

@@ -9,7 +9,7 @@ import json
 import os
 import time
 
-from tftrace.capture import data_source
+from tftrace.capture import backend as backends, data_source
 from tftrace.capture.state import Snapshot, variables_of
 from tftrace.capture.timing import time_batches, time_each
 from tftrace.read.experiment_file import EXPERIMENT
@@ -39,8 +39,9 @@ def keras_call(model, call: str, n: int, budget_s: float | None = None) -> dict:
     """
     raw = new("step", call, n)
     min_s = MIN_TIMED_S if budget_s is None else min(MIN_TIMED_S, budget_s / 2)
+    jax = backends.keras_backend() == backends.JAX
     try:
-        source = data_source.batches(data_source.keras_epoch_iterator(model, call))
+        source = data_source.batches(data_source.keras_epoch_iterator(model, call), jax=jax)
     except data_source.Unavailable as e:
         raw["skipped"].append(f"input alone and step alone: {e}")
         return raw
@@ -53,7 +54,11 @@ def keras_call(model, call: str, n: int, budget_s: float | None = None) -> dict:
         if batch is None:
             raw["skipped"].append("step alone: the data holds no batch")
             return raw
-        step = time_each(_step_call(model, call, batch), n, min_s=min_s)[0]
+        if jax:
+            from tftrace.capture.experiment_jax import step_call
+        else:
+            step_call = _step_call
+        step = time_each(step_call(model, call, batch), n, min_s=min_s)[0]
         raw.update(step_alone_ms=step.ms, step_calls=step.count)
         if call == "predict":
             raw.update(predict_alternatives(model, _features(batch), n, min_s / 4))
@@ -83,21 +88,41 @@ def _features(batch):
 
 def predict_alternatives(model, x, n: int, min_s: float = MIN_TIMED_S) -> dict:
     """ms per call of `model.predict(x)` and of the ways to get the same outputs without its
-    per-call work (a fresh data pipeline, callbacks, batching), each checked against predict's."""
-    import numpy as np
-    import tensorflow as tf
-
-    function = tf.function(lambda v: model(v, training=False))
+    per-call work (a fresh data pipeline, callbacks, batching), each checked against predict's.
+    `function_call` is the model compiled as one call: a tf.function, or `jax.jit` on Keras' JAX
+    backend (of the model's stateless call, its variables passed in)."""
+    if backends.keras_backend() == backends.JAX:
+        from tftrace.capture.experiment_jax import compiled_call, flatten
+    else:
+        compiled_call, flatten = _tf_function_call, _tf_flatten
     calls = {"predict": lambda: model.predict(x, verbose=0),
              "predict_on_batch": lambda: model.predict_on_batch(x),
              "direct_call": lambda: model(x, training=False),
-             "function_call": lambda: function(x)}
+             "function_call": compiled_call(model, x)}
+    return _compare(calls, n, min_s, flatten)
+
+
+def _tf_function_call(model, x):
+    import tensorflow as tf
+    function = tf.function(lambda v: model(v, training=False))
+    return lambda: function(x)
+
+
+def _tf_flatten(value) -> list:
+    import tensorflow as tf
+    return tf.nest.flatten(value)
+
+
+def _compare(calls: dict, n: int, min_s: float, flatten) -> dict:
+    """ms per call of each of `calls` (the first, predict, the reference), and whether each other
+    gives its outputs."""
+    import numpy as np
     out: dict = {"correct": {}}
     expected = None
     for name, call in calls.items():
         timed, result = time_each(call, n, min_s=min_s)
         out[name + "_ms"] = timed.ms
-        flat = [np.asarray(v) for v in tf.nest.flatten(result)]
+        flat = [np.asarray(v) for v in flatten(result)]
         if expected is None:
             expected = flat
         else:

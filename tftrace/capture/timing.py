@@ -14,10 +14,12 @@ class Timed:
 
 
 def sync(value) -> None:
-    """Wait until `value` is computed: a tensor's `.numpy()` blocks until its op ran (on a GPU
-    the call returns once the kernels are queued)."""
+    """Wait until `value` is computed: a JAX array's `block_until_ready()`, a tensor's `.numpy()`
+    (a call returns once its work is queued: JAX always dispatches so, TF on a GPU)."""
     leaves = _leaves(value)
-    if leaves and hasattr(leaves[-1], "numpy"):
+    if leaves and hasattr(leaves[-1], "block_until_ready"):
+        leaves[-1].block_until_ready()
+    elif leaves and hasattr(leaves[-1], "numpy"):
         leaves[-1].numpy()
 
 

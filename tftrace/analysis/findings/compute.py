@@ -65,8 +65,11 @@ def detect(ctx: Context) -> list[Finding]:
     if top.category == "other":  # no category to name: the op type that holds the time is the evidence
         out.append(_op_type(ctx, model_ps))
     elif not ops.layers or top.category != layer_cat or in_layer < SPREAD * top.self_ps:
-        facts = (pct_fact(f"share of the model's op time in {top.category} ops", share), ms_fact("their op time", top.self_ps))
-        out.append(Finding("category", f"Op category {top.category}: {share:.0%} of the model's op time",
+        op_type, of_cat = _top_type(ctx, top.category)
+        facts = (pct_fact(f"share of the model's op time in {top.category} ops", share), ms_fact("their op time", top.self_ps),
+                 pct_fact(f"of it in {op_type} ops", of_cat))
+        out.append(Finding("category", f"Op category {top.category}: {share:.0%} of the model's op time, "
+                                       f"{of_cat:.0%} of it {op_type}",
                            b.compute * share, _paced(ctx, facts), _CATEGORY_FIXES.get(top.category, _CATEGORY_FIXES["other"]),
                            _projected(ctx, share), "compute"))
     return out
@@ -82,6 +85,16 @@ _TYPE_FIXES = (
 )
 _TYPE_FIX = ("`{type}` takes the most of the model's op time: find where it runs (the op table lists each op with its "
              "layer) and remove it from the step, run it less often, or replace it with a cheaper op.")
+
+
+def _top_type(ctx: Context, category: str) -> tuple[str, float]:
+    """The op type that holds most of a category's time, and its share of it."""
+    by_type: dict[str, int] = {}
+    for e in ctx.table:
+        if e.category == category:
+            by_type[e.type] = by_type.get(e.type, 0) + e.self_ps
+    op_type, ps = max(by_type.items(), key=lambda kv: (kv[1], kv[0]))
+    return op_type, ps / max(sum(by_type.values()), 1)
 
 
 def _op_type(ctx: Context, model_ps: int) -> Finding:

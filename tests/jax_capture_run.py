@@ -1,0 +1,213 @@
+"""Captures for tests/test_capture_jax.py, run as a script in a fresh process: Keras on JAX, on the CPU,
+with TensorFlow made unimportable (a finder first on sys.meta_path refuses it).
+
+    python tests/jax_capture_run.py OUT_DIR [PART ...]
+
+Writes OUT_DIR/<part>/logs (the runs) and OUT_DIR/results.json (what each part saw: weights equal,
+warnings, experiments, errors). Parts: fit, predict, loop, tracer_off, cut, cycles, all by default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+import warnings
+
+
+class _NoTensorFlow:
+    """Refuses `import tensorflow` (and its submodules), as on a machine without it."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tensorflow", "tf_keras"):
+            raise ImportError(f"No module named {name!r} (blocked by the test)")
+        return None
+
+
+sys.meta_path.insert(0, _NoTensorFlow())
+os.environ.setdefault("KERAS_BACKEND", "jax")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import numpy as np  # noqa: E402
+
+import keras  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import tftrace  # noqa: E402
+from tftrace.capture.session import CaptureWarning  # noqa: E402
+
+
+def _model(seed: int = 0):
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu", name="hidden"),
+                              keras.layers.Dropout(0.1, name="drop"), keras.layers.Dense(1, name="out")],
+                             name="tiny")
+    model.compile("adam", "mse")
+    return model
+
+
+def _data(n: int = 96):
+    rng = np.random.default_rng(0)
+    return rng.random((n, 8)).astype("float32"), rng.random((n, 1)).astype("float32")
+
+
+class Other(keras.callbacks.Callback):
+    """A callback of the user's: its hooks are marked in the trace."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        time.sleep(0.001)
+
+
+def _state(model) -> list:
+    return [np.asarray(v) for v in model.weights] + [np.asarray(v) for v in model.optimizer.variables]
+
+
+def _fit(callbacks, seed_data: int = 1):
+    model = _model()
+    x, y = _data()
+    np.random.seed(seed_data)  # fit shuffles with NumPy's global generator
+    model.fit(x, y, batch_size=8, epochs=2, validation_data=(x[:32], y[:32]), verbose=0, callbacks=callbacks)
+    return model
+
+
+def part_fit(out: str) -> dict:
+    plain = _fit([Other()])
+    cb = tftrace.TraceCallback(os.path.join(out, "logs"), confirm=True)
+    traced = _fit([cb, Other()])
+    same = all(np.array_equal(a, b) for a, b in zip(_state(plain), _state(traced)))
+    return {"runs": cb.runs, "weights_equal": same, "n_state": len(_state(plain)),
+            "experiments": [e.to_dict() for e in cb.experiments]}
+
+
+def part_predict(out: str) -> dict:
+    model = _model()
+    x, _y = _data()
+    before = [np.asarray(v) for v in model.weights]
+    cb = tftrace.TraceCallback(os.path.join(out, "logs"), confirm=True)
+    model.predict(x, batch_size=8, verbose=0, callbacks=[cb])
+    same = all(np.array_equal(a, np.asarray(b)) for a, b in zip(before, model.weights))
+    return {"runs": cb.runs, "weights_equal": same, "experiments": [e.to_dict() for e in cb.experiments]}
+
+
+def _jit_loop(steps: int, log_dir: str, **kwargs):
+    """A raw jitted training loop (no Keras): linear regression by gradient descent."""
+    @jax.jit
+    def train_step(w, x, y):
+        loss, grad = jax.value_and_grad(lambda w: jnp.mean((x @ w - y) ** 2))(w)
+        return w - 0.1 * grad, loss
+
+    x, y = _data()
+    w = jnp.zeros((8, 1))
+    w, _ = train_step(w, x[:8], y[:8])  # compiled before the window
+    with tftrace.trace(log_dir, label="jit-loop", **kwargs) as t:
+        for i in range(steps):
+            with tftrace.step("train", i):
+                with tftrace.region("load batch"):
+                    xb, yb = x[i * 8 % 96:][:8], y[i * 8 % 96:][:8]
+                w, loss = train_step(w, xb, yb)
+                loss.block_until_ready()
+    return t
+
+
+def part_loop(out: str) -> dict:
+    t = _jit_loop(6, os.path.join(out, "logs"), python=True)
+    return {"runs": [t.run_dir]}
+
+
+def part_tracer_off(out: str) -> dict:
+    t = _jit_loop(3, os.path.join(out, "logs"), python_tracer=False)
+    return {"runs": [t.run_dir]}
+
+
+def part_cut(out: str) -> dict:
+    """An exception and a Ctrl-C inside fit windows: each window is kept, marked cut short."""
+    x, y = _data()
+    seen = {}
+
+    class Raises(keras.callbacks.Callback):
+        def __init__(self, act):
+            super().__init__()
+            self.act = act
+
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 4:
+                self.act()
+
+    def boom():
+        raise ValueError("a callback's own error")
+
+    for name, act in (("valueerror", boom), ("sigint", lambda: (signal.raise_signal(signal.SIGINT), time.sleep(5)))):
+        cb = tftrace.TraceCallback(os.path.join(out, name), fit_steps=(2, 10), evaluate_steps=None)
+        try:
+            _model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[cb, Raises(act)])
+            seen[name] = {"raised": None}
+        except BaseException as e:  # noqa: BLE001 - KeyboardInterrupt is the point
+            seen[name] = {"raised": type(e).__name__}
+        seen[name]["runs"] = cb.runs
+    # The profiler is free again: a later window opens.
+    cb = tftrace.TraceCallback(os.path.join(out, "after"), fit_steps=(1, 2), evaluate_steps=None)
+    _model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[cb])
+    seen["after"] = {"runs": cb.runs}
+    return seen
+
+
+def part_cycles(out: str, cycles: int = 20) -> dict:
+    """Many captures in a row while other threads run Python and jitted work: keras-team/keras#20450
+    turned JAX profiling off below Python 3.12 for segfaults in such runs."""
+    stop = threading.Event()
+    f = jax.jit(lambda a: jnp.tanh(a @ a))
+
+    def busy():
+        a = jnp.ones((16, 16))
+        while not stop.is_set():
+            sum(i * i for i in range(100))
+            f(a).block_until_ready()
+
+    threads = [threading.Thread(target=busy, daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    began = time.perf_counter()
+    runs = []
+    try:
+        for i in range(cycles):
+            with tftrace.trace(os.path.join(out, "logs"), label=f"cycle{i}") as t:
+                for s in range(3):
+                    with tftrace.step("train", s):
+                        f(jnp.ones((16, 16))).block_until_ready()
+            runs.append(t.run_dir)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    return {"runs": runs, "seconds": time.perf_counter() - began, "python": sys.version.split()[0]}
+
+
+PARTS = {"fit": part_fit, "predict": part_predict, "loop": part_loop, "tracer_off": part_tracer_off,
+         "cut": part_cut, "cycles": part_cycles}
+
+
+def main(out: str, parts: list[str]) -> None:
+    results = {}
+    for name in parts or list(PARTS):
+        began = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                result = PARTS[name](os.path.join(out, name))
+            except Exception:
+                result = {"error": traceback.format_exc()}
+        result["warnings"] = [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
+        result["wall_s"] = time.perf_counter() - began
+        results[name] = result
+    results["tensorflow_imported"] = sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow")
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(results, f, indent=2, default=str)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2:])

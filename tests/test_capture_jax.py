@@ -1,0 +1,217 @@
+"""Capture on Keras 3's JAX backend and raw JAX loops, with TensorFlow unimportable: TraceCallback on fit,
+evaluate and predict, tftrace.trace() around a jitted loop, confirm, interrupts, many captures in a row.
+
+The captures run once, in a child process (tests/jax_capture_run.py: Keras on JAX, on the CPU, with a
+finder that refuses `import tensorflow`); the tests read what it wrote and analyse it here.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+from conftest import ROOT
+
+if importlib.util.find_spec("jax") is None or importlib.util.find_spec("keras") is None:
+    pytest.skip("needs jax and keras (pip install tftrace[jax])", allow_module_level=True)
+
+from tftrace.api import analyze  # noqa: E402
+from tftrace.capture import backend  # noqa: E402
+
+SCRIPT = os.path.join(ROOT, "tests", "jax_capture_run.py")
+_ENV = {"KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu", "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def _child(*args: str, env: dict | None = None, code: str | None = None) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-c", code] if code is not None else [sys.executable, SCRIPT, *args]
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, **_ENV, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("jax_capture"))
+    proc = _child(out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(os.path.join(out, "results.json")) as f:
+        results = json.load(f)
+    for part, result in results.items():
+        assert not (isinstance(result, dict) and "error" in result), f"{part}: {result['error']}"
+    return out, results
+
+
+def _runs(results, part: str) -> list[str]:
+    return results[part]["runs"]
+
+
+def _sidecar(run: str) -> dict:
+    with open(os.path.join(run, "tftrace_run.json")) as f:
+        return json.load(f)
+
+
+def _names(run: str) -> set[str]:
+    from tftrace.read.loader import load
+    trace = load(run)
+    return {trace.names[i] for i in set(trace.events["name"].tolist())}
+
+
+def test_no_tensorflow_was_imported_and_no_capture_warned(captured):
+    _out, results = captured
+    assert results["tensorflow_imported"] == []
+    for part in ("fit", "predict", "loop", "tracer_off", "cycles"):
+        assert results[part]["warnings"] == [], (part, results[part]["warnings"])
+
+
+def test_fit_with_the_callback_and_confirm_leaves_the_same_weights_as_without(captured):
+    _out, results = captured
+    assert results["fit"]["weights_equal"] and results["fit"]["n_state"] > 6  # weights and Adam's slots
+    assert results["predict"]["weights_equal"]
+
+
+def test_each_window_is_a_run_whose_marked_steps_and_mode_the_analysis_finds(captured):
+    _out, results = captured
+    fit, evaluate = _runs(results, "fit")
+    assert fit.endswith("_fit_epoch1") and evaluate.endswith("_evaluate")  # fit's validation pass too
+    expected = {fit: "train", evaluate: "evaluate", _runs(results, "predict")[0]: "predict",
+                _runs(results, "loop")[0]: "train"}
+    for run, mode in expected.items():
+        assert glob.glob(os.path.join(run, "*.xplane.pb"))
+        report = analyze(run).to_dict()["runs"][0]
+        assert report["steps"]["source"].startswith("marker"), (run, report["steps"]["source"])
+        assert report["steps"]["count"] == len(_sidecar(run)["steps"]) > 0
+        assert report["mode"] == mode
+        assert report["verdict"]["bound"] in ("input", "compute", "host_overhead", "idle")
+        assert report["verdict"]["text"]
+
+
+def test_the_sidecar_says_backend_versions_layers_and_dtype_policy(captured):
+    _out, results = captured
+    meta = _sidecar(_runs(results, "fit")[0])
+    assert meta["backend"] == "jax" and meta["profiler"] == "jax"
+    assert meta["jax_version"] and meta["jaxlib_version"] and meta["keras_version"]
+    assert "tensorflow_version" not in meta
+    assert meta["layer_names"] == ["hidden", "drop", "out"] and meta["layer_params"]["hidden"] == 8 * 16 + 16
+    assert meta["dtype_policy"] == "float32" and meta["layers"][0]["dtype_policy"] == "float32"
+    assert meta["mode"] == "fit" and meta["steps"] == [2, 3, 4, 5, 6]
+    assert _sidecar(_runs(results, "loop")[0])["regions"] == ["load batch"]
+
+
+def test_other_callbacks_hooks_are_marked_as_on_tensorflow(captured):
+    _out, results = captured
+    from tftrace.names import CALLBACK_MARK
+    assert CALLBACK_MARK + "Other.on_train_batch_end" in _names(_runs(results, "fit")[0])
+
+
+def test_confirm_times_input_and_step_alone_and_predicts_alternatives(captured):
+    _out, results = captured
+    fit, predict = results["fit"]["experiments"], results["predict"]["experiments"]
+    assert len(fit) == 1 and len(predict) == 1  # fit's validation pass is covered by fit's own
+    for exp in fit + predict:
+        assert not exp["error"] and not exp["skipped"], exp
+        assert exp["input_alone_ms"] is not None and exp["step_alone_ms"] > 0 and exp["statement"]
+    with open(os.path.join(_runs(results, "predict")[0], "tftrace_experiment.json")) as f:
+        raw = json.load(f)
+    assert all(raw[k + "_ms"] > 0 for k in ("predict", "predict_on_batch", "direct_call", "function_call"))
+    assert raw["correct"] == {"predict_on_batch": True, "direct_call": True, "function_call": True}
+
+
+def test_jax_python_tracer_is_on_by_default_and_off_when_asked(captured):
+    _out, results = captured
+    on, off = _names(_runs(results, "loop")[0]), _names(_runs(results, "tracer_off")[0])
+    assert any(n.startswith("$") for n in on)  # `$file.py:LINE function`
+    assert not any(n.startswith("$") for n in off) and {"train", "load batch"} <= off
+    # The stack sampler (python=True) works beside JAX's tracer.
+    assert os.path.exists(os.path.join(_runs(results, "loop")[0], "tftrace_python.json.gz"))
+
+
+def test_an_exception_or_ctrl_c_inside_a_window_keeps_it_and_frees_the_profiler(captured):
+    _out, results = captured
+    cut = results["cut"]
+    for name, raised in (("valueerror", "ValueError"), ("sigint", "KeyboardInterrupt")):
+        assert cut[name]["raised"] == raised
+        (run,) = cut[name]["runs"]
+        assert _sidecar(run)["cut_short"]["by"] == raised and glob.glob(os.path.join(run, "*.xplane.pb"))
+    assert len(cut["after"]["runs"]) == 1
+
+
+def test_many_captures_in_a_row_with_threads_running(captured):
+    """keras-team/keras#20450 turns JAX profiling off below Python 3.12 for segfaults; 20 windows here
+    while two threads run Python and jitted work (on 3.11 too) all end with their trace."""
+    _out, results = captured
+    runs = _runs(results, "cycles")
+    assert len(runs) == 20 and all(glob.glob(os.path.join(r, "*.xplane.pb")) for r in runs)
+
+
+def test_other_keras_backends_warn_once_and_run_on():
+    code = ("import warnings, numpy as np, keras, tftrace\n"
+            "m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])\n"
+            "cb = tftrace.TraceCallback('logs_never_written')\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    for _ in range(2):\n"
+            "        out = m.predict(np.ones((8, 4), 'float32'), verbose=0, callbacks=[cb])\n"
+            "print(out.shape, len(w), cb.runs)\n"
+            "print(w[0].message)\n")
+    proc = _child(code=code, env={"KERAS_BACKEND": "numpy"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first, message = proc.stdout.strip().splitlines()[-2:]
+    assert first == "(8, 2) 1 []"
+    assert message.startswith("tftrace: capture is not available on Keras' numpy backend")
+    assert not os.path.exists(os.path.join(ROOT, "logs_never_written"))
+
+
+def test_import_tftrace_imports_no_framework():
+    code = ("import sys, tftrace\n"
+            "tftrace.TraceCallback, tftrace.trace  # names only: lazy\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'tensorflow', 'keras', 'jax', 'jaxlib'}))\n")
+    proc = _child(code=code)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr[-2000:] + proc.stdout
+
+
+# -- which profiler: pure, with stand-in modules --------------------------------------------------------
+def _keras(name: str):
+    return types.SimpleNamespace(backend=types.SimpleNamespace(backend=lambda: name))
+
+
+@pytest.fixture
+def modules(monkeypatch):
+    for name in ("keras", "tensorflow", "jax"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+
+    def put(**mods):
+        for name, module in mods.items():
+            monkeypatch.setitem(sys.modules, name, module)
+    return put
+
+
+def test_keras_backend_decides_then_the_framework_imported(modules):
+    modules(keras=_keras("jax"), tensorflow=types.ModuleType("tensorflow"))
+    assert backend.choose() == "jax"
+    modules(keras=_keras("tensorflow"), jax=types.ModuleType("jax"))
+    assert backend.choose() == "tensorflow"
+
+
+def test_jax_alone_is_jax_and_both_without_keras_is_tensorflow(modules, monkeypatch):
+    monkeypatch.delitem(sys.modules, "keras", raising=False)
+    modules(jax=types.ModuleType("jax"))
+    assert backend.choose() == "jax"
+    modules(tensorflow=types.ModuleType("tensorflow"))
+    assert backend.choose() == "tensorflow"
+    modules(keras=_keras("torch"))  # a backend without our profiler: the frameworks imported decide
+    assert backend.choose() == "tensorflow"
+
+
+def test_an_explicit_backend_wins_and_a_bad_name_is_a_clear_error(modules):
+    import tftrace
+    from tftrace.errors import TftraceError
+    modules(keras=_keras("tensorflow"))
+    assert backend.choose("jax") == "jax"
+    with pytest.raises(TftraceError, match="backend must be 'tensorflow' or 'jax', not 'torch'"):
+        tftrace.trace("logs", backend="torch")

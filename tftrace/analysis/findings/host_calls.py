@@ -1,0 +1,49 @@
+"""The framework call that holds the host's time inside steps when no Python was recorded: the
+main thread's events by their own (exclusive) time, e.g. `MakeIterator`, `PjitFunction(f)`,
+`EagerLocalExecute`: evidence where the trace has no Python tracer events or samples."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tftrace.analysis.findings.base import fact
+from tftrace.analysis.findings.context import Context
+from tftrace.analysis.python import _levels
+
+MIN_OF_PART = 0.2  # the call must hold at least this share of the part it explains
+# The runtime's own machinery (running a graph, a thread pool's bookkeeping): the time under them
+# is the framework's, but naming them tells the user nothing to change.
+_RUNTIME = ("KernelAndDeviceFunc", "FunctionRun", "ThreadpoolListener", "EagerKernelExecute", "ExecutorState",
+            "ThunkExecutor", "SlinkyThreadPool", "end: ", "ExecutorDoneCallback", "RunGraph", "SessionRun")
+
+
+def host_call_fact(ctx: Context, part_ps: float) -> tuple[tuple, str]:
+    """(evidence, title suffix) naming the main-thread call with the most exclusive time inside
+    steps, when it holds at least MIN_OF_PART of `part_ps`; ((), "") otherwise."""
+    ev = ctx.trace.events
+    skip = set(ctx.steps.names)
+    codes = [c for c, n in enumerate(ctx.trace.names)
+             if not n.startswith(("$", *_RUNTIME)) and n not in skip and c not in ctx.trace.ops]
+    rows = np.flatnonzero(ctx.main_thread & ctx.trace.named(codes)) if codes else np.zeros(0, np.int64)
+    rows = rows[ctx.inside(ev["start_ps"][rows]) >= 0]
+    if not len(rows) or part_ps <= 0:
+        return (), ""
+    rows = rows[np.lexsort((-ev["dur_ps"][rows], ev["start_ps"][rows], ev["line"][rows]))]
+    start, dur = ev["start_ps"][rows], ev["dur_ps"][rows]
+    own = dur.copy()
+    up_rows = np.zeros(0, np.int64)
+    for level in _levels(ev["line"][rows], start, start + dur):
+        if len(up_rows):  # a child's time leaves its parent (the last open row one level up)
+            parent = up_rows[np.searchsorted(up_rows, level) - 1]
+            np.subtract.at(own, parent, np.minimum(dur[level], start[parent] + dur[parent] - start[level]))
+        up_rows = level
+    names = ev["name"][rows]
+    by_name = np.zeros(len(ctx.trace.names) + 1, np.int64)
+    np.add.at(by_name, names, np.maximum(own, 0))
+    best = int(np.argmax(by_name))
+    if by_name[best] < MIN_OF_PART * part_ps:
+        return (), ""
+    label = ctx.trace.names[best]
+    per_step = by_name[best] / ctx.n / 1e9
+    return ((fact("the host call holding most of it", f"{label} ({per_step:.2f} ms per step, "
+                  f"{min(by_name[best] / part_ps, 1):.0%} of that time)"),), f" in {label}")
