@@ -111,6 +111,20 @@ def test_zoo_bound_steps_and_cause(name):
     assert _close(projected, truth["ratio"]), (projected, truth["ratio"], b.title)
 
 
+@pytest.mark.parametrize("parts,untraced_ms", [(("gpu_jax", "jax_eager"), GPU_TRUTH["jax_eager"]["truth_slow_ms"]),
+                                               (("jax_zoo", "jax_eager"), ZOO["jax_eager"]["slow_ms_per_step"]),
+                                               (("jax_zoo", "jax_input"), ZOO["jax_input"]["slow_ms_per_step"])])
+def test_the_python_tracers_own_cost_is_estimated_near_what_it_added(parts, untraced_ms):
+    """The note's estimate against what the tracer really added: the traced step less the same
+    step timed without the profiler."""
+    import re
+    run = _run(*parts)
+    note = next(n for n in run.notes if "Python tracer" in n)
+    estimated = float(re.search(r"adds ~([\d.]+) ms", note).group(1))
+    added = run.steps.mean_ps / 1e9 - untraced_ms
+    assert 0.5 <= estimated / added <= 2.0, (estimated, added, note)
+
+
 @pytest.mark.parametrize("parts", [("gpu_jax", n) for n in sorted(GPU_TRUTH)] + [("jax_zoo", n) for n in ZOO_PROGRAMS])
 def test_no_bucket_leads_when_the_trace_names_more(parts):
     run = _run(*parts)
