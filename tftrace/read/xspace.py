@@ -36,6 +36,8 @@ LAUNCH_PREFIXES = ("cuLaunch", "cudaLaunch", "cuGraphLaunch", "cudaGraphLaunch",
                    "hipExtLaunch", "hipGraphLaunch", "hipMemcpy", "hipMemset")
 
 
+PROBE = 16  # events of one kind parsed for step stats before a kind that never has them is skipped
+
 # Times stay within +-2**62 ps (53 days from the clock's start), as the JSON reader keeps them:
 # any difference of two, as the analyses take, then fits int64.
 TIME_LIMIT_PS = 2 ** 62
@@ -147,6 +149,8 @@ class _PlaneNames:
                 self.memory[i] = md.name in (ALLOCATION, DEALLOCATION)
                 self.alloc[i] = md.name == ALLOCATION
         self.codes[-1] = self.op_codes[-1] = builder.intern("(unknown event)")
+        # Per metadata: events parsed that carried none of the stats read here (-1: one did).
+        self.misses = np.zeros(n, np.int64)
         self._builder, self._meta = builder, meta
         self._thunks: np.ndarray | None = None
 
@@ -174,7 +178,8 @@ def _add_line(builder, info, line, names: "_PlaneNames", codes) -> None:
         name, stats = device_names(builder, line, name, names.stat_names)
     elif not info.on_device:
         wanted = names.launch[slot] | (names.want[slot] if info.role in _MARKER_ROLES else False)
-        stats = _event_stats(builder, line, np.flatnonzero(wanted & line.has_stats), names.stat_names, n)
+        rows = np.flatnonzero(wanted & line.has_stats & (names.misses[slot] < PROBE))
+        stats = _event_stats(builder, line, rows, names, slot, n)
     builder.add_line(info, name, line.start_ps, line.duration_ps, stats)
     if not info.on_device:
         memory = np.flatnonzero(names.memory[slot])
@@ -194,12 +199,19 @@ def _slots(keys: np.ndarray, mid: np.ndarray) -> np.ndarray:
     return slot
 
 
-def _event_stats(builder, line, wanted, stat_names, n) -> dict[str, np.ndarray] | None:
-    """The step-related stats of the events that may carry them."""
+def _event_stats(builder, line, wanted, names: "_PlaneNames", slot, n) -> dict[str, np.ndarray] | None:
+    """The step-related stats of the events that may carry them. An event kind whose first
+    PROBE events carried none is not parsed again: a runtime event (`PjRtCApiLoadedExecutable::
+    Execute`, recorded on every op JAX dispatches) carries its own stats, never a step's."""
     if len(wanted) == 0:
         return None
+    stat_names, misses = names.stat_names, names.misses
     cols: dict[str, np.ndarray] = {}
     for i in wanted.tolist():
+        kind = slot[i]
+        if misses[kind] >= PROBE:
+            continue
+        found = False
         for st in parsed_stats(line.event(i)):
             key = stat_names.get(st.metadata_id)
             col = INT_STATS.get(key) or STR_STATS.get(key)
@@ -212,4 +224,6 @@ def _event_stats(builder, line, wanted, stat_names, n) -> dict[str, np.ndarray] 
             if col not in cols:
                 cols[col] = np.full(n, -1, np.int64)
             cols[col][i] = value
+            found = True
+        misses[kind] = -1 if found or misses[kind] < 0 else misses[kind] + 1
     return cols
