@@ -276,16 +276,17 @@ class _ArrayFeed:
             i += 1
 
 
-def _fit_time(model, feed, steps, spe=1):
+def _fit_time(model, feed, steps, spe=1, callbacks=()):
     """Untraced ms per batch: two timed fits of different lengths, differenced (fit's own start-up
     and the end-of-epoch sync cancel out; JAX's asynchronous dispatch cannot hide the work)."""
-    model.fit(iter(feed), epochs=1, steps_per_epoch=2 * spe, verbose=0)  # compile and warm up
+    callbacks = list(callbacks)
+    model.fit(iter(feed), epochs=1, steps_per_epoch=2 * spe, verbose=0, callbacks=callbacks)  # compile, warm up
     short = max(spe, (steps // 3) // spe * spe)
     t = time.perf_counter()
-    model.fit(iter(feed), epochs=1, steps_per_epoch=short, verbose=0)
+    model.fit(iter(feed), epochs=1, steps_per_epoch=short, verbose=0, callbacks=callbacks)
     a = time.perf_counter() - t
     t = time.perf_counter()
-    model.fit(iter(feed), epochs=1, steps_per_epoch=steps, verbose=0)
+    model.fit(iter(feed), epochs=1, steps_per_epoch=steps, verbose=0, callbacks=callbacks)
     b = time.perf_counter() - t
     return (b - a) * 1e3 / (steps - short)
 
@@ -308,15 +309,17 @@ def _jax_window(logdir, first, last):
     return ProfileWindow()
 
 
-def _keras_program(slow_model, fixed_model, feed, slow_steps, fixed_steps, window, fixed_spe=1):
+def _keras_program(slow_model, fixed_model, feed, slow_steps, fixed_steps, window, fixed_spe=1, slow_callbacks=(),
+                   fixed_callbacks=()):
     first, last = window
 
     def capture(logdir):
         slow_model.fit(iter(feed), epochs=1, steps_per_epoch=last + 3, verbose=0,
-                       callbacks=[_jax_window(logdir, first, last)])
+                       callbacks=[*slow_callbacks, _jax_window(logdir, first, last)])
 
-    return {"slow": lambda: _fit_time(slow_model, feed, slow_steps),
-            "fixed": (lambda: _fit_time(fixed_model, feed, fixed_steps, fixed_spe)) if fixed_model else None,
+    return {"slow": lambda: _fit_time(slow_model, feed, slow_steps, callbacks=slow_callbacks),
+            "fixed": (lambda: _fit_time(fixed_model, feed, fixed_steps, fixed_spe, fixed_callbacks))
+            if fixed_model else None,
             "capture": capture, "steps": last - first + 1, "how": WINDOW.format(first, last), "keras": True,
             "layers": [layer.name for layer in slow_model.layers]}
 
@@ -365,6 +368,47 @@ def keras_run_eagerly():
     return out
 
 
+def keras_slow_callback():
+    """A callback's on_train_batch_end does numpy bookkeeping (~30 ms) on every batch of an MLP's
+    fit (a few ms a step); fixed twin: the same work once an epoch (on_epoch_end)."""
+    import keras
+    import numpy as np
+    rng = np.random.default_rng(0)
+    n = 256
+    x = rng.random((n * 40, 32), dtype=np.float32)
+    y = rng.random((n * 40, 1), dtype=np.float32)
+
+    class BatchStats(keras.callbacks.Callback):
+        def __init__(self, every_batch=True):
+            super().__init__()
+            self.every_batch = every_batch
+
+        def _work(self):
+            a = rng.random((160, 160))
+            for _ in range(24):
+                a = np.linalg.inv(a @ a.T + np.eye(160))
+
+        def on_train_batch_end(self, batch, logs=None):
+            if self.every_batch:
+                self._work()
+
+        def on_epoch_end(self, epoch, logs=None):
+            self._work()
+
+    def model(name):
+        m = keras.Sequential([keras.Input((32,)), keras.layers.Dense(1024, activation="relu", name="hidden"),
+                              keras.layers.Dense(1024, activation="relu", name="hidden_2"),
+                              keras.layers.Dense(1, name="out")], name=name)
+        m.compile("sgd", "mse")
+        return m
+
+    out = _keras_program(model("slow_cb"), model("fixed_cb"), _ArrayFeed(x, y, n), 30, 60, (5, 10),
+                         slow_callbacks=[BatchStats(True)], fixed_callbacks=[BatchStats(False)])
+    out.update(bound=["host_overhead", "idle"], cause="callback", names=["on_train_batch_end"],
+               fix="do the callback's work once an epoch")
+    return out
+
+
 def keras_small_steps():
     """fit with batch size 8 on a tiny MLP and steps_per_execution=1: every batch pays Keras' and
     JAX's per-call dispatch for microseconds of math."""
@@ -388,7 +432,7 @@ def keras_small_steps():
 
 
 PROGRAMS = {f.__name__: f for f in (jax_input, jax_eager, jax_recompile, jax_compute, keras_fit,
-                                     keras_run_eagerly, keras_small_steps, jax_python_between)}
+                                     keras_run_eagerly, keras_small_steps, jax_python_between, keras_slow_callback)}
 
 
 # -- one program, in its own process --------------------------------------------------------------

@@ -76,10 +76,10 @@ def writable(log_dir: str) -> str | None:
     return None
 
 
-# TensorFlow and JAX each allow one profiler session per process. While tftrace holds it, it is here with a
-# check that the code which opened it can still close it: the next capture closes it (keeping its
-# data) when that code is gone, e.g. interrupted where no guard saw it, and interpreter exit closes
-# it in any case. The check lives here, not on the session: it may hold the opener's frame, and
+# TensorFlow and JAX each allow one profiler session per process. While tftrace holds one, it is
+# here with a check that the code which opened it can still close it: the next capture closes it
+# (keeping its data) when that code is gone, e.g. interrupted where no guard saw it, and
+# interpreter exit closes it in any case. The check lives here, not on the session: it may hold the opener's frame, and
 # nothing reachable from that frame may hold it back (a cycle would keep the frame, and the tf.data
 # iterators in it, alive until interpreter shutdown, where destroying them can hang).
 _open: ProfilerSession | None = None
