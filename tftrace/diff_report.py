@@ -1,4 +1,4 @@
-"""The diff report: frozen parts and its JSON form (see DESIGN.md's diff contract)."""
+"""The diff report: frozen parts and its JSON form (README, "The JSON report")."""
 
 from __future__ import annotations
 

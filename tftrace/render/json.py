@@ -1,4 +1,4 @@
-"""JSON: the saved, round-tripping form of a report (see DESIGN.md's contract)."""
+"""JSON: the saved, round-tripping form of a report (README, "The JSON report")."""
 
 from __future__ import annotations
 
