@@ -4,7 +4,7 @@ with TensorFlow made unimportable (a finder first on sys.meta_path refuses it).
     python tests/jax_capture_run.py OUT_DIR [PART ...]
 
 Writes OUT_DIR/<part>/logs (the runs) and OUT_DIR/results.json (what each part saw: weights equal,
-warnings, experiments, errors). Parts: fit, predict, loop, tracer_off, cut, cycles, all by default.
+warnings, experiments, errors). Parts: fit, predict, data, loop, tracer_off, cut, cycles, all by default.
 """
 
 from __future__ import annotations
@@ -92,6 +92,31 @@ def part_predict(out: str) -> dict:
     model.predict(x, batch_size=8, verbose=0, callbacks=[cb])
     same = all(np.array_equal(a, np.asarray(b)) for a, b in zip(before, model.weights))
     return {"runs": cb.runs, "weights_equal": same, "experiments": [e.to_dict() for e in cb.experiments]}
+
+
+class Batches(keras.utils.PyDataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        x, y = _data()
+        return x[i * 8:(i + 1) * 8], y[i * 8:(i + 1) * 8]
+
+
+def part_data(out: str) -> dict:
+    """confirm on a PyDataset (read again by index) and on a generator (skipped, with the reason)."""
+    x, y = _data()
+    seen = {}
+
+    def generator():
+        for i in range(8):
+            yield x[i * 8:(i + 1) * 8], y[i * 8:(i + 1) * 8]
+
+    for name, data in (("pydataset", Batches()), ("generator", generator())):
+        cb = tftrace.TraceCallback(os.path.join(out, name), fit_steps=(1, 3), confirm=True)
+        _model().fit(data, epochs=1, verbose=0, callbacks=[cb])
+        seen[name] = {"runs": cb.runs, "experiments": [e.to_dict() for e in cb.experiments]}
+    return seen
 
 
 def _jit_loop(steps: int, log_dir: str, **kwargs):
@@ -187,8 +212,8 @@ def part_cycles(out: str, cycles: int = 20) -> dict:
     return {"runs": runs, "seconds": time.perf_counter() - began, "python": sys.version.split()[0]}
 
 
-PARTS = {"fit": part_fit, "predict": part_predict, "loop": part_loop, "tracer_off": part_tracer_off,
-         "cut": part_cut, "cycles": part_cycles}
+PARTS = {"fit": part_fit, "predict": part_predict, "data": part_data, "loop": part_loop,
+         "tracer_off": part_tracer_off, "cut": part_cut, "cycles": part_cycles}
 
 
 def main(out: str, parts: list[str]) -> None:

@@ -65,7 +65,7 @@ def _names(run: str) -> set[str]:
 def test_no_tensorflow_was_imported_and_no_capture_warned(captured):
     _out, results = captured
     assert results["tensorflow_imported"] == []
-    for part in ("fit", "predict", "loop", "tracer_off", "cycles"):
+    for part in ("fit", "predict", "data", "loop", "tracer_off", "cycles"):
         assert results[part]["warnings"] == [], (part, results[part]["warnings"])
 
 
@@ -120,6 +120,15 @@ def test_confirm_times_input_and_step_alone_and_predicts_alternatives(captured):
         raw = json.load(f)
     assert all(raw[k + "_ms"] > 0 for k in ("predict", "predict_on_batch", "direct_call", "function_call"))
     assert raw["correct"] == {"predict_on_batch": True, "direct_call": True, "function_call": True}
+
+
+def test_confirm_reads_a_pydataset_again_and_skips_a_generator_saying_why(captured):
+    _out, results = captured
+    (read,) = results["data"]["pydataset"]["experiments"]
+    assert not read["skipped"] and read["input_alone_ms"] is not None and read["step_alone_ms"] > 0
+    (skipped,) = results["data"]["generator"]["experiments"]
+    assert skipped["skipped"] and "generator cannot be read twice" in skipped["skipped"][0]
+    assert len(results["data"]["generator"]["runs"]) == 1  # the trace is there all the same
 
 
 def test_jax_python_tracer_is_on_by_default_and_off_when_asked(captured):

@@ -16,6 +16,17 @@ CALLBACK_MARK = "tftrace callback "
 _MEMCPY = ("MemcpyHToD", "MemcpyDToH", "MemcpyDToD", "MemcpyHToH", "MemcpyH2D", "MemcpyD2H", "MemcpyD2D", "MemcpyP2P")
 
 
+# JAX records each call of a jitted function on the calling thread as `PjitFunction(<name>)`.
+JIT_CALL = "PjitFunction("
+
+
+def jit_function(event_name: str) -> str | None:
+    """`PjitFunction(train_step)` -> `train_step`; None for any other event."""
+    if event_name.startswith(JIT_CALL) and event_name.endswith(")"):
+        return event_name[len(JIT_CALL):-1]
+    return None
+
+
 # Ops that wait for the next batch of input data (the iterator's, or a TPU's infeed).
 INPUT_TYPES = {"IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional", "OptionalGetValue",
                "MultiDeviceIteratorGetNextFromShard", "InfeedDequeue", "InfeedDequeueTuple"}

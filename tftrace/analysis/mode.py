@@ -10,6 +10,7 @@ import numpy as np
 from tftrace.analysis.ops import OpEntry
 from tftrace.analysis.steps import Steps
 from tftrace.events import Trace
+from tftrace.names import jit_function
 
 _MARKERS = {"train": "train", "test": "evaluate", "eval": "evaluate", "evaluate": "evaluate",
             "predict": "predict", "infer": "predict", "inference": "predict",
@@ -61,12 +62,9 @@ _JAX_STEPS = {"train_step": "train", "test_step": "evaluate", "eval_step": "eval
 def _jax_step_modes(trace: Trace) -> set[str]:
     out = set()
     for name in trace.names:
-        if name.startswith("PjitFunction(") and name.endswith(")"):
-            fn = name[len("PjitFunction("):-1]
-        elif name.startswith("$trainer.py:"):
+        fn = jit_function(name)
+        if fn is None and name.startswith("$trainer.py:"):
             fn = name.rsplit(" ", 1)[-1]
-        else:
-            continue
         if fn in _JAX_STEPS:
             out.add(_JAX_STEPS[fn])
     return out

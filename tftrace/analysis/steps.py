@@ -12,7 +12,7 @@ import numpy as np
 from tftrace.analysis.iterations import grow_calls
 from tftrace.analysis.sums import exact_sums
 from tftrace.events import Trace
-from tftrace.names import is_input_event
+from tftrace.names import JIT_CALL, is_input_event, jit_function
 
 # tf.function names Keras runs once per step (or per `steps_per_execution` steps).
 STEP_FUNCTIONS = ("multi_step_on_iterator", "one_step_on_iterator", "one_step_on_data_distributed",
@@ -186,7 +186,6 @@ def _with_batch_waits(trace: Trace, steps: Steps) -> Steps:
 # Keras 3's JAX trainer runs each step (or `steps_per_execution` steps) as one call of these, which
 # JAX's Python tracer records as `$trainer.py:256 iterator_step`.
 KERAS_JAX_STEPS = ("iterator_step",)
-_JIT_CALL = "PjitFunction("
 MIN_JIT_SHARE = 0.5  # the step's jitted function holds at least this share of the main thread's jitted calls
 
 
@@ -198,7 +197,7 @@ def _keras_jax_steps(trace: Trace) -> Steps | None:
     if not codes:
         return None
     mask = trace.named(codes) & trace.on_lines(lambda ln: ln.role == "python")
-    if mask.sum() < 1:
+    if not mask.any():
         return None
     note = ("no step markers: each call of Keras' JAX trainer step (`iterator_step`: the next batch and the jitted "
             "train_step) is one step; Keras' loop and callbacks between calls are the gaps between steps")
@@ -210,14 +209,14 @@ def _jit_calls(trace: Trace) -> Steps | None:
     iteration: the jitted function called at least MIN_CALLS times that holds most of the main
     thread's jitted-call time gives the steps, one per call (its device work joins it later). An
     op-by-op loop, many small jitted calls none of which dominates, gives none."""
-    codes = [c for c, n in enumerate(trace.names) if n.startswith(_JIT_CALL)]
+    codes = [c for c, n in enumerate(trace.names) if n.startswith(JIT_CALL)]
     if not codes:
         return None
     ev = trace.events
     rows = np.flatnonzero(trace.named(codes) & trace.on_lines(lambda ln: ln.role == "python"))
     if len(rows) < MIN_CALLS:
         return None
-    rows = rows[_outermost(ev["start_ps"][rows], ev["dur_ps"][rows])]
+    rows = rows[outermost(ev["start_ps"][rows], ev["dur_ps"][rows])]
     names = ev["name"][rows]
     time = np.bincount(names, ev["dur_ps"][rows].astype(np.float64), len(trace.names))
     count = np.bincount(names, minlength=len(trace.names))
@@ -226,13 +225,13 @@ def _jit_calls(trace: Trace) -> Steps | None:
         return None
     mask = np.zeros(len(ev), bool)
     mask[rows[names == best]] = True
-    fn = trace.names[best][len(_JIT_CALL):].rstrip(")")
+    fn = jit_function(trace.names[best])
     note = (f"no step markers: each call of the jitted function '{fn}' is one step, from the call to the end of the "
             "device work it launched; the loop's Python between calls is the gap between steps")
     return _from_rows(trace, mask, f"function '{fn}' (jitted, one call per step)", "function", note)
 
 
-def _outermost(start: np.ndarray, dur: np.ndarray) -> np.ndarray:
+def outermost(start: np.ndarray, dur: np.ndarray) -> np.ndarray:
     """Per event (in time order on one thread): not nested inside an earlier one (JAX records a
     jitted call twice, one event inside the other)."""
     order = np.argsort(start, kind="stable")

@@ -62,6 +62,7 @@ def choose(explicit: str | None = None) -> str:
 
 
 def profiler(name: str):
+    """The profiler `name` (TENSORFLOW or JAX): start, stop, step and region markers, server."""
     return _JaxProfiler() if name == JAX else _TensorFlowProfiler()
 
 

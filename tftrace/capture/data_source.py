@@ -33,9 +33,10 @@ def batches(epoch_iterator, jax: bool = False):
     adapter = epoch_iterator.data_adapter
     kind = type(adapter).__name__
     if kind == "GeneratorDataAdapter":
+        instead = "a keras.utils.PyDataset or arrays" if jax else \
+            "a tf.data.Dataset.from_generator over a function, a keras.utils.PyDataset or arrays"
         raise Unavailable("a Python generator cannot be read twice without taking batches from your training; "
-                          "pass a tf.data.Dataset.from_generator over a function, a keras.utils.PyDataset or arrays "
-                          "to time the input alone")
+                          f"pass {instead} to time the input alone")
     if kind == "PyDatasetAdapter":
         dataset = adapter.py_dataset
         count = _length(dataset)

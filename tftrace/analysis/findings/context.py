@@ -13,6 +13,7 @@ from tftrace.analysis.overhead import Overhead
 from tftrace.analysis.pipeline_load import PipelineLoad
 from tftrace.analysis.steps import Steps
 from tftrace.events import Trace
+from tftrace.names import JIT_CALL
 from tftrace.report import Breakdown, InputPipeline, PythonProfile
 
 
@@ -82,7 +83,7 @@ class Context:
     @cached_property
     def jax(self) -> bool:
         """A JAX (or Keras-on-JAX) run: jitted calls on the host, or XLA ops run by the host."""
-        return any(n.startswith("PjitFunction(") for n in self.trace.names) or \
+        return any(n.startswith(JIT_CALL) for n in self.trace.names) or \
             any(op.kind == "xla" for op in self.trace.ops.values())
 
     @cached_property

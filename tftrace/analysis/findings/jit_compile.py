@@ -11,6 +11,7 @@ from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.findings.op_by_op import jit_calls
+from tftrace.names import jit_function
 
 _COMPILES = ("backend_compile_and_load", "backend_compile")  # JAX's own TraceMe around XLA's compile
 MIN_COMPILING = 2  # steps that compile: one is a warm-up, two a pattern
@@ -35,7 +36,7 @@ def detect(ctx: Context) -> list[Finding]:
     steps = steps[steps >= 0]
     if len(steps) < MIN_COMPILING:
         return []
-    names = Counter(ctx.trace.names[c][len("PjitFunction("):].rstrip(")") for c in ev["name"][calls[compiling]].tolist())
+    names = Counter(jit_function(ctx.trace.names[c]) for c in ev["name"][calls[compiling]].tolist())
     fn = names.most_common(1)[0][0]
     plain = np.setdiff1d(np.arange(len(calls)), compiling)
     # A call that compiles costs what a call costs plus its tracing, lowering and compiling.

@@ -11,9 +11,10 @@ import numpy as np
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
+from tftrace.analysis.steps import outermost
+from tftrace.names import JIT_CALL, jit_function
 
 MIN_CALLS = 10  # jitted calls per step: fewer are a step's own call and a few helpers, not op-by-op dispatch
-_JIT_CALL = "PjitFunction("
 
 
 def detect(ctx: Context) -> list[Finding]:
@@ -42,21 +43,17 @@ def detect(ctx: Context) -> list[Finding]:
 def _calls_per_step(ctx: Context) -> Counter:
     """Outermost jitted calls on the main thread inside steps, by function."""
     rows = jit_calls(ctx)
-    return Counter(ctx.trace.names[c][len(_JIT_CALL):].rstrip(")") for c in ctx.trace.events["name"][rows].tolist())
+    return Counter(jit_function(ctx.trace.names[c]) for c in ctx.trace.events["name"][rows].tolist())
 
 
 def jit_calls(ctx: Context) -> np.ndarray:
-    """Rows of the outermost jitted calls on the main thread inside steps (JAX records a call
-    twice, one event inside the other)."""
-    codes = [c for c, n in enumerate(ctx.trace.names) if n.startswith(_JIT_CALL)]
+    """Rows of the outermost jitted calls on the main thread inside steps, in time order (JAX
+    records a call twice, one event inside the other)."""
+    codes = [c for c, n in enumerate(ctx.trace.names) if n.startswith(JIT_CALL)]
     if not codes:
         return np.zeros(0, np.int64)
     ev = ctx.trace.events
     rows = np.flatnonzero(ctx.trace.named(codes) & ctx.main_thread)
-    start, end = ev["start_ps"][rows], ev["start_ps"][rows] + ev["dur_ps"][rows]
-    order = np.argsort(start, kind="stable")
-    rows, start, end = rows[order], start[order], end[order]
-    outer = np.ones(len(rows), bool)
-    if len(rows) > 1:
-        outer[1:] = start[1:] >= np.maximum.accumulate(end)[:-1]
-    return rows[outer & (ctx.inside(start) >= 0)]
+    rows = rows[np.argsort(ev["start_ps"][rows], kind="stable")]
+    rows = rows[outermost(ev["start_ps"][rows], ev["dur_ps"][rows])]
+    return rows[ctx.inside(ev["start_ps"][rows]) >= 0]
