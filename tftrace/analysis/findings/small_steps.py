@@ -39,8 +39,9 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
              + (f" (batch size {batch})" if isinstance(batch, int) else ""))
     more = f" (now {batch})" if isinstance(batch, int) else ""
     # With many steps per call the fixed cost is paid once per call: a step keeps its graph time.
-    # On JAX each batch still makes its own jitted call, and the device runs its work.
-    kept = graph_ps + (_device_ps(ctx) if ctx.jax else 0)
+    # On JAX each batch still makes its own jitted call, and the device runs its work: dispatched
+    # asynchronously, the two overlap, and the longer sets the pace.
+    kept = max(graph_ps, _device_ps(ctx)) if ctx.jax else graph_ps
     projected = round(min(kept + ctx.tl.input.sum() / ctx.n, ctx.per_step_ps))
     return [Finding("small_steps", title, share, tuple(facts), fix_for("small_steps", ctx.loop, spe=spe, batch=more),
                     projected, "host_overhead")]
