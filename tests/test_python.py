@@ -126,7 +126,10 @@ def test_code_is_told_apart_from_libraries(path, owner):
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 import glob  # noqa: E402
+import gzip  # noqa: E402
+import json  # noqa: E402
 import threading  # noqa: E402
+import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -235,12 +238,21 @@ def test_a_predict_loop_names_the_users_loading_function(runs):
     assert load.thread == "main" and load.where == "between steps" and load.owner == "user"
 
 
-def test_without_the_option_nothing_is_sampled(tmp_path):
+def test_python_false_samples_nothing_and_the_default_samples_within_its_budget(tmp_path):
     x, y = _data(48)
-    cb = tftrace.TraceCallback(str(tmp_path), fit_steps=(1, 3), evaluate_steps=None, predict_steps=None)
-    _model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[cb])
-    assert not glob.glob(os.path.join(cb.runs[0], SAMPLES_FILE))
-    assert analyze(cb.runs[0]).runs[0].python.rows == ()
+    off = tftrace.TraceCallback(str(tmp_path / "off"), fit_steps=(1, 3), evaluate_steps=None, predict_steps=None,
+                                python=False)
+    _model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[off])
+    assert not glob.glob(os.path.join(off.runs[0], SAMPLES_FILE))
+    assert analyze(off.runs[0]).runs[0].python.rows == ()
+    default = tftrace.TraceCallback(str(tmp_path / "on"), fit_steps=(1, 4), evaluate_steps=None, predict_steps=None)
+    pause = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: time.sleep(0.01))  # a window of ~40 ms
+    _model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[pause, default])
+    with gzip.open(os.path.join(default.runs[0], SAMPLES_FILE), "rt") as f:
+        data = json.load(f)
+    wall_ns = data["ticks"][-1] - data["ticks"][0] + data["interval_s"] * 1e9 if data["ticks"] else 0
+    assert data["samples"] and data["sampler_busy_ns"] <= 0.02 * wall_ns + 5e6, (data["sampler_busy_ns"], wall_ns)
+    assert analyze(default.runs[0]).runs[0].python.rows
 
 
 def test_a_clash_with_another_profiler_warns_once_and_training_goes_on(tmp_path):

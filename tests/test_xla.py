@@ -120,7 +120,7 @@ def test_the_python_tracers_own_cost_is_estimated_near_what_it_added(parts, untr
     import re
     run = _run(*parts)
     note = next(n for n in run.notes if "Python tracer" in n)
-    estimated = float(re.search(r"adds ~([\d.]+) ms", note).group(1))
+    estimated = float(re.search(r"~([\d.]+) ms \(", note).group(1))
     added = run.steps.mean_ps / 1e9 - untraced_ms
     assert 0.5 <= estimated / added <= 2.0, (estimated, added, note)
 

@@ -25,7 +25,7 @@ from tftrace.analysis.startup import startup_steps, steady
 from tftrace.analysis.step_view import step_view
 from tftrace.analysis.steps import STEP_FUNCTIONS, Steps, find_steps
 from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
-from tftrace.analysis.tracer_cost import tracer_cost, tracer_note
+from tftrace.analysis.tracer_cost import tracer_cost, tracer_notes
 from tftrace.analysis.verdict import HIGHLY_INPUT, paced, verdict
 from tftrace.analysis.window import window_note
 from tftrace.report import Breakdown, DeviceRow, RunReport, StepRow, StepsSummary, Verdict
@@ -242,7 +242,7 @@ def _steps_summary(steps, tl, host: str = "") -> StepsSummary:
 
 def _tracer_notes(trace: Trace, tl, breakdown: Breakdown, bound: str) -> tuple[str, ...]:
     cost = tracer_cost(trace, tl, breakdown)
-    return (tracer_note(cost, bound),) if cost is not None else ()
+    return tracer_notes(cost, bound) if cost is not None else ()
 
 
 def _notes(hosts: int, problems: tuple[str, ...], steps, eager: bool) -> tuple[str, ...]:

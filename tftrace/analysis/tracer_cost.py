@@ -48,12 +48,11 @@ def tracer_cost(trace: Trace, tl: Timeline, b: Breakdown) -> TracerCost | None:
     return TracerCost(calls / n, cost / n, share, without)
 
 
-def tracer_note(cost: TracerCost, bound: str) -> str:
-    text = (f"The Python tracer (on by default in JAX's profiler) recorded {cost.calls_per_step:,.0f} Python calls per step; at about "
-            f"{PS_PER_CALL / 1e6:g} us each it adds ~{cost.ps_per_step / 1e9:.2f} ms ({cost.share:.0%}) to each "
-            "step's host time, so untraced steps are faster and less host-bound")
+def tracer_notes(cost: TracerCost, bound: str) -> tuple[str, ...]:
+    """What the tracer adds, and, when it matters, the verdict without it (notes are short)."""
+    notes = [f"the Python tracer recorded {cost.calls_per_step:,.0f} calls a step: at ~{PS_PER_CALL / 1e6:g} us each, "
+             f"~{cost.ps_per_step / 1e9:.2f} ms ({cost.share:.0%}) of each step is the profiler's own"]
     if cost.verdict_without != bound:
-        text += (f"; without that time the run would read {cost.verdict_without.replace('_', ' ')}-bound: capture with "
-                 "the Python tracer off (`options = jax.profiler.ProfileOptions(); options.python_tracer_level = 0`, "
-                 "`jax.profiler.start_trace(logdir, profiler_options=options)`) to check")
-    return text
+        notes.append(f"without the tracer's time the run reads {cost.verdict_without.replace('_', ' ')}-bound: capture "
+                     "with it off (TraceCallback(python_tracer=False)) to check")
+    return tuple(notes)

@@ -19,13 +19,19 @@ import time
 SAMPLES_FILE = "tftrace_python.json.gz"
 DEFAULT_INTERVAL_S = 0.005
 MAX_DEPTH = 256
+# By default the sampler keeps its own time under this share of the wall time, slowing down when
+# deep stacks or many threads make a tick dear (benchmarks/RESULTS-sampler.md: 5 ms ticks cost a
+# Keras step 0.6%).
+DEFAULT_BUDGET = 0.01
+MAX_INTERVAL_S = 0.1
 
 
 class PythonSampler:
     """start(), stop(), save(run_dir): stacks of all threads every `interval_s` seconds."""
 
-    def __init__(self, interval_s: float = DEFAULT_INTERVAL_S):
+    def __init__(self, interval_s: float = DEFAULT_INTERVAL_S, budget: float | None = None):
         self.interval_s = max(float(interval_s), 0.0005)
+        self.budget = budget  # the most of the wall time its own ticks may take (None: no limit)
         self._codes: dict = {}  # code object -> frame id (holding the code keeps the id unique)
         self.frames: list[tuple[str, int, str]] = []  # (file, first line, function)
         self._stack_ids: dict[tuple, int] = {}
@@ -49,10 +55,13 @@ class PythonSampler:
     def _run(self) -> None:
         me = threading.get_ident()
         main = threading.main_thread().ident
+        started = time.perf_counter_ns()
         while not self._stop.wait(self.interval_s):
             began = time.perf_counter_ns()
             self._tick(me, main)
             self.busy_ns += time.perf_counter_ns() - began
+            if self.budget is not None and self.busy_ns > self.budget * (time.perf_counter_ns() - started):
+                self.interval_s = min(self.interval_s * 2, MAX_INTERVAL_S)  # over budget: tick less often
 
     def _tick(self, me: int, main: int | None) -> None:
         tick = len(self.ticks)

@@ -96,15 +96,16 @@ class ProfilerSession:
     """
 
     def __init__(self, log_dir: str, label: str, host_tracer_level: int = 2,
-                 python_tracer_level: int = 0, device_tracer_level: int = 1, python: bool | float = False,
+                 python_tracer_level: int = 0, device_tracer_level: int = 1, python: bool | float | str = "auto",
                  python_tracer: bool | None = None, backend: str | None = None):
         self.log_dir = os.fspath(log_dir)
         self.label = label
-        # `python`: also sample every thread's Python stacks (True: every 5 ms; a number: that
-        # interval in seconds), and ask for TF's Python tracer where a TF version honours it.
+        # `python`: also sample every thread's Python stacks ("auto", the default: every 5 ms while
+        # that costs under 1% of the time, less often if not; True: every 5 ms, and ask for TF's
+        # Python tracer where a TF version honours it; a number: that interval in seconds; False: off).
         self.python = python
         self.levels = dict(host_tracer_level=host_tracer_level,
-                           python_tracer_level=max(python_tracer_level, int(bool(python))),
+                           python_tracer_level=max(python_tracer_level, int(python is True or _number(python))),
                            device_tracer_level=device_tracer_level)
         # The profiler's own Python tracer: None leaves each profiler's default (JAX's: on; TF's:
         # python_tracer_level), False turns it off (it slows Python-heavy loops many times over).
@@ -156,10 +157,11 @@ class ProfilerSession:
     def _start_sampler(self) -> None:
         if not self.python:
             return
-        from tftrace.capture.sampler import DEFAULT_INTERVAL_S, PythonSampler
-        interval = DEFAULT_INTERVAL_S if self.python is True else float(self.python)
+        from tftrace.capture.sampler import DEFAULT_BUDGET, DEFAULT_INTERVAL_S, PythonSampler
+        auto = self.python == "auto"
+        interval = float(self.python) if _number(self.python) else DEFAULT_INTERVAL_S
         try:
-            self._sampler = PythonSampler(interval)
+            self._sampler = PythonSampler(interval, DEFAULT_BUDGET if auto else None)
             self._sampler.start()
         except Exception as e:  # the trace is worth having without the samples
             self._sampler = None
@@ -326,9 +328,10 @@ class trace(contextlib.ContextDecorator):
                 with tftrace.step("predict", i):
                     model(x)
 
-    `python=True` also samples every thread's Python stacks (every 5 ms; a number sets the
-    interval in seconds), so the report names the Python functions behind input, loading and
-    per-call time. Levels are the profiler's own (TensorFlow 2.21 ignores them from Python).
+    Every thread's Python stacks are sampled while it is open (`python="auto"`, the default: every
+    5 ms while that costs under 1% of the time, less often otherwise; True: every 5 ms; a number
+    sets the interval in seconds; False: no sampling), so the report names the Python functions
+    behind input, loading and per-call time. Levels are the profiler's own (TensorFlow 2.21 ignores them from Python).
     `backend`: "tensorflow" or "jax"; by default Keras' backend, else the framework imported
     (JAX alone: JAX), else TensorFlow if it imports. `python_tracer=False` turns the profiler's
     Python tracer off (JAX's is on by default and slows Python-heavy loops many times over).
@@ -338,7 +341,7 @@ class trace(contextlib.ContextDecorator):
 
     def __init__(self, log_dir: str, label: str = "trace", host_tracer_level: int = 2,
                  python_tracer_level: int = 0, device_tracer_level: int = 1, model=None,
-                 python: bool | float = False, python_tracer: bool | None = None, backend: str | None = None):
+                 python: bool | float | str = "auto", python_tracer: bool | None = None, backend: str | None = None):
         if backend is not None:
             backends.choose(backend)  # a name tftrace cannot capture with is the caller's error: say so now
         self._args = (log_dir, label, host_tracer_level, python_tracer_level, device_tracer_level, python,
@@ -372,3 +375,8 @@ class trace(contextlib.ContextDecorator):
             return describe(self.model, mode="trace")
         except Exception as e:  # metadata is a bonus; never fail the capture for it
             return {"mode": "trace", "error": f"{type(e).__name__}: {e}"}
+
+
+def _number(value) -> bool:
+    """A sampling interval given in seconds (not True/False, not "auto")."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
