@@ -410,6 +410,37 @@ def keras_slow_callback():
     return out
 
 
+def keras_predict_loop():
+    """A loop calls model.predict() on one image at a time: every call builds Keras' data
+    adapter, epoch iterator and callback list around a jitted step of microseconds. Fixed twin:
+    the model's stateless call, jitted once and reused (what predict runs, without the per-call
+    machinery). Captured the plain way around the loop."""
+    import jax
+    import keras
+    import numpy as np
+    rng = np.random.default_rng(0)
+    x = rng.random((64, 32, 32, 3), dtype=np.float32)
+    model = keras.Sequential([keras.Input((32, 32, 3)), keras.layers.Conv2D(16, 3, activation="relu", name="conv"),
+                              keras.layers.GlobalAveragePooling2D(name="pool"), keras.layers.Dense(10, name="head")])
+    state = (model.trainable_variables, model.non_trainable_variables)
+    call = jax.jit(lambda tv, ntv, batch: model.stateless_call(tv, ntv, batch)[0])
+    index = {"i": 0}
+
+    def slow():
+        i = index["i"] = (index["i"] + 1) % len(x)
+        return model.predict(x[i:i + 1], verbose=0)
+
+    def fixed():
+        i = index["i"] = (index["i"] + 1) % len(x)
+        tv = [v.value for v in state[0]]
+        ntv = [v.value for v in state[1]]
+        return np.asarray(call(tv, ntv, x[i:i + 1]))
+
+    return {"slow": slow, "fixed": fixed, "capture": _plain(slow, 8), "steps": 8, "how": PLAIN,
+            "bound": ["host_overhead", "idle"], "cause": "per_call_overhead", "names": ["predict"],
+            "fix": "a jitted stateless call reused across calls", "layers": [layer.name for layer in model.layers]}
+
+
 def keras_small_steps():
     """fit with batch size 8 on a tiny MLP and steps_per_execution=1: every batch pays Keras' and
     JAX's per-call dispatch for microseconds of math."""
@@ -433,7 +464,8 @@ def keras_small_steps():
 
 
 PROGRAMS = {f.__name__: f for f in (jax_input, jax_eager, jax_recompile, jax_compute, keras_fit,
-                                     keras_run_eagerly, keras_small_steps, jax_python_between, keras_slow_callback)}
+                                     keras_run_eagerly, keras_small_steps, jax_python_between, keras_slow_callback,
+                                     keras_predict_loop)}
 
 
 # -- one program, in its own process --------------------------------------------------------------

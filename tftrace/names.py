@@ -10,6 +10,8 @@ _TF_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_./>\-]*\Z")
 _TF_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*\Z")
 _EAGER_PREFIX = "EagerLocalExecute: "
 _FUNCTION_TYPES = ("__inference_", "__forward_", "__backward_")
+# PJRT's host callbacks, named `Kind:What` like a TF op though they are runtime machinery.
+_RUNTIME_CALLBACKS = ("ThenExecuteCallback",)
 # TraceCallback names each other callback's hooks `tftrace callback <Class>.<hook>` in the trace;
 # the analysis reads them back (capture and analysis share this one spelling).
 CALLBACK_MARK = "tftrace callback "
@@ -63,6 +65,8 @@ def parse_host_event(event_name: str) -> Op | None:
         return Op(op_type, op_type, "eager")
     if event_name.startswith("Iterator::"):
         return Op(event_name, stage_name(event_name), "data")
+    if event_name.startswith(_RUNTIME_CALLBACKS):  # `ThenExecuteCallback:GetEvent...` reads as name:Type
+        return None
     head, sep, tail = event_name.partition(":")
     if not sep:
         return _memcpy(event_name)

@@ -97,6 +97,15 @@ _FIXES = {
                 "that change as array arguments rather than `static_argnums`; "
                 "`jax.config.update('jax_log_compiles', True)` prints each compile and what triggered it."),
     },
+    "per_call_jax": {
+        "predict": ("Each `model.predict()` call builds a data adapter, an epoch iterator and a callback list before "
+                    "its one batch: predict many inputs in one call, or call the model through one jitted function "
+                    "you reuse (`fn = jax.jit(lambda tv, ntv, x: model.stateless_call(tv, ntv, x)[0])`, called with "
+                    "`[v.value for v in model.trainable_variables]` and the non-trainable ones), or "
+                    "`model.predict_on_batch(x)`."),
+        "any": ("Each `{call}()` call on one batch pays Keras' per-call set-up (data adapter, iterator, callbacks): "
+                "call it once over many batches (more steps per epoch), or use `train_on_batch` / `test_on_batch`."),
+    },
     "eager_jax": {
         "keras": ("Compile without `run_eagerly=True` (the default is False): Keras on JAX then jits the whole "
                   "train_step, and a step is one compiled call instead of one call per operation."),

@@ -6,7 +6,7 @@ Each named cause claims the time it explains in a part of the breakdown; the gen
 
 from __future__ import annotations
 
-from tftrace.analysis.findings import (callbacks, compute, eager, gaps, jit_compile, op_by_op, per_call, pipeline, precision,
+from tftrace.analysis.findings import (callbacks, compute, eager, gaps, jit_compile, keras_calls, op_by_op, per_call, pipeline, precision,
                                        python_function, recompile, regions, remainder, retracing, small_steps, stalls,
                                        step_python)
 from tftrace.analysis.findings.base import MIN_SHARE, Finding, evidence_text
@@ -14,7 +14,7 @@ from tftrace.analysis.findings.context import Context
 from tftrace.report import Bottleneck
 
 # Causes named from what the trace holds; each is independent of the others.
-CAUSES = (per_call.detect, retracing.detect, recompile.detect, jit_compile.detect, eager.detect, op_by_op.detect, precision.detect, callbacks.detect, stalls.detect,
+CAUSES = (per_call.detect, keras_calls.detect, retracing.detect, recompile.detect, jit_compile.detect, eager.detect, op_by_op.detect, precision.detect, callbacks.detect, stalls.detect,
           regions.detect, step_python.detect, pipeline.detect, compute.detect)
 # Findings about the time the causes above left unexplained, in order: (detect, part it takes from).
 LEFTOVERS = ((python_function.detect, "host_overhead idle"), (small_steps.detect, "host_overhead idle"), (gaps.detect, "idle"), (remainder.detect, "host_overhead"))
