@@ -22,7 +22,7 @@ from tftrace.render.diff import render_diff  # noqa: E402
 from tftrace.render.html import _timeline  # noqa: E402
 from tftrace.render.html_page import page  # noqa: E402
 from tftrace.render.html_style import CSS  # noqa: E402
-from tftrace.tensorboard import serve_command, tab_url  # noqa: E402
+from tftrace.tensorboard.serve import serve_command, tab_url  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

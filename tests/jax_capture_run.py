@@ -39,7 +39,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import tftrace  # noqa: E402
-from tftrace.capture.session import CaptureWarning  # noqa: E402
+from tftrace.capture.warn import CaptureWarning  # noqa: E402
 
 
 def _model(seed: int = 0):

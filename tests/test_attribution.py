@@ -8,7 +8,7 @@ import os
 import pytest
 
 from conftest import SAMPLE_RUNS, sample
-from tftrace.analysis.eager import eager_layers
+from tftrace.analysis.eager_layers import eager_layers
 from tftrace.analysis.ops import op_stats, op_table
 from tftrace.analysis.run import analyze_trace
 from tftrace.api import analyze

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import ROOT
-from tftrace.errors import TraceReadError
+from tftrace.model.errors import TraceReadError
 from tftrace.read import json_stream
 from tftrace.read.json_stream import DEFAULT_LIMIT_MB, LIMIT_ENV, event_batches
 

@@ -21,7 +21,7 @@ tf = pytest.importorskip("tensorflow")
 
 import tftrace  # noqa: E402
 from tftrace.api import analyze  # noqa: E402
-from tftrace.capture.session import CaptureWarning  # noqa: E402
+from tftrace.capture.warn import CaptureWarning  # noqa: E402
 
 
 def small_model(name="small"):

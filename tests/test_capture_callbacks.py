@@ -14,7 +14,7 @@ keras = pytest.importorskip("keras")
 tf = pytest.importorskip("tensorflow")
 
 import tftrace  # noqa: E402
-from tftrace.capture.session import CaptureWarning  # noqa: E402
+from tftrace.capture.warn import CaptureWarning  # noqa: E402
 
 pytestmark = pytest.mark.slow
 MS = 10**9  # picoseconds

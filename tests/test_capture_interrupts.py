@@ -21,7 +21,7 @@ import warnings
 import pytest
 
 from conftest import ROOT
-from tftrace.analysis.window import window_note
+from tftrace.analysis.cut_short import window_note
 
 
 # -- window_note: the line a report carries for a cut-short window (pure, no TensorFlow) ------------
@@ -223,7 +223,7 @@ def _generator_exit(log_dir) -> str | None:
 
 
 def _capture_warnings(caught) -> list[str]:
-    from tftrace.capture.session import CaptureWarning
+    from tftrace.capture.warn import CaptureWarning
     return [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
 
 

@@ -105,7 +105,7 @@ def test_the_sidecar_says_backend_versions_layers_and_dtype_policy(captured):
 
 def test_other_callbacks_hooks_are_marked_as_on_tensorflow(captured):
     _out, results = captured
-    from tftrace.names import CALLBACK_MARK
+    from tftrace.model.names import CALLBACK_MARK
     assert CALLBACK_MARK + "Other.on_train_batch_end" in _names(_runs(results, "fit")[0])
 
 
@@ -219,7 +219,7 @@ def test_jax_alone_is_jax_and_both_without_keras_is_tensorflow(modules, monkeypa
 
 def test_an_explicit_backend_wins_and_a_bad_name_is_a_clear_error(modules):
     import tftrace
-    from tftrace.errors import TftraceError
+    from tftrace.model.errors import TftraceError
     modules(keras=_keras("tensorflow"))
     assert backend.choose("jax") == "jax"
     with pytest.raises(TftraceError, match="backend must be 'tensorflow' or 'jax', not 'torch'"):

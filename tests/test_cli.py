@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import ROOT, run_cli, sample
-from tftrace.report import BOUNDS, SCHEMA_VERSION, Report
+from tftrace.model.report import BOUNDS, SCHEMA_VERSION, Report
 
 FLATTEN = sample("augment", "flatten")
 
@@ -104,7 +104,7 @@ try:
 except SystemExit as e:
     assert not e.code, e.code
 # Start-up time: no TensorFlow, and no pandas or pydantic either (each costs more than the analysis;
-# typer, the command line, would convert the arguments through pydantic: tftrace.cli_values does).
+# typer, the command line, would convert the arguments through pydantic: tftrace.cli.values does).
 bad = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'tensorboard_plugin_profile', 'xprof',
                                                            'pandas', 'pydantic', 'pydantic_core'))
 assert not bad, bad

@@ -17,8 +17,8 @@ keras = pytest.importorskip("keras")
 tf = pytest.importorskip("tensorflow")
 
 import tftrace  # noqa: E402
-from tftrace.analysis.experiment import interpret  # noqa: E402
-from tftrace.capture.session import CaptureWarning  # noqa: E402
+from tftrace.analysis.confirmation import interpret  # noqa: E402
+from tftrace.capture.warn import CaptureWarning  # noqa: E402
 
 pytestmark = pytest.mark.slow
 FACTOR = 1.5  # the bar: each figure within 1.5x of the same quantity timed without tftrace
@@ -367,7 +367,7 @@ def test_a_contradicting_experiment_says_so_and_by_how_much():
 def test_the_measured_step_is_the_untraced_one_and_the_trace_is_shown_beside_it():
     raw = {"kind": "step", "mode": "fit", "batches": 5, "input_alone_ms": 0.2, "step_alone_ms": 20.0,
            "untraced_ms": 21.0, "untraced_steps": 8}
-    from tftrace.report import StepRow, StepsSummary
+    from tftrace.model.report import StepRow, StepsSummary
     row = StepRow(number=3, start_ps=0, dur_ps=40 * 10**9, input_ps=0, compute_ps=40 * 10**9,
                   host_overhead_ps=0, idle_ps=2 * 10**9)
     traced = StepsSummary(count=1, source="marker", mean_ps=row.dur_ps, median_ps=row.dur_ps, steps=(row,))

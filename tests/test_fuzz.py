@@ -13,7 +13,7 @@ import pytest
 
 from conftest import PUBLIC, run_cli, sample_file
 from tftrace.api import analyze
-from tftrace.errors import TftraceError
+from tftrace.model.errors import TftraceError
 from tftrace.read.schema import XSpace
 from tftrace.render import render
 

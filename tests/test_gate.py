@@ -11,8 +11,8 @@ import tftrace
 from conftest import run_cli, sample
 from tftrace.analysis.gate import parse_limit, speed_gate
 from tftrace.api import analyze
-from tftrace.diff_report import StepTimeDelta
-from tftrace.errors import TftraceError
+from tftrace.model.diff_report import StepTimeDelta
+from tftrace.model.errors import TftraceError
 
 FLATTEN, GAP = sample("augment", "flatten"), sample("augment", "gap")
 PLAIN, DROPOUT = sample("dropout", "plain"), sample("dropout", "dropout")

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import BROKEN, run_cli, sample_file
 from tftrace.api import analyze
-from tftrace.errors import TftraceError
+from tftrace.model.errors import TftraceError
 from tftrace.hostmap import dask_client
 from tftrace.render import render
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import run_cli, sample
 from tftrace.api import analyze
 from tftrace.render import render
-from tftrace.report import Report, RunReport
+from tftrace.model.report import Report, RunReport
 
 HOSTILE_SCRIPT = "<script>window.__pwned=1</script>"
 HOSTILE_ATTR = '"><img src=x onerror=alert(1)>'

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tftrace.analysis.intervals import covered, merge, merge_rows
-from tftrace.events import Columns
+from tftrace.model.events import Columns
 
 
 def _units(starts, ends) -> set[int]:

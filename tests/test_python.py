@@ -135,8 +135,8 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tftrace  # noqa: E402
-from tftrace.capture.sampler import SAMPLES_FILE  # noqa: E402
-from tftrace.capture.session import CaptureWarning  # noqa: E402
+from tftrace.model.layout import SAMPLES_FILE  # noqa: E402
+from tftrace.capture.warn import CaptureWarning  # noqa: E402
 
 
 def jitter_and_blur(batch):

@@ -13,7 +13,7 @@ from conftest import BROKEN, SAMPLE_RUNS, PUBLIC, run_cli, sample, sample_file, 
 from tftrace.analysis.classify import CATEGORIES
 from tftrace.analysis.ops import op_stats
 from tftrace.analysis.run import analyze_trace
-from tftrace.errors import TraceReadError
+from tftrace.model.errors import TraceReadError
 from tftrace.read.loader import load, load_run
 from tftrace.read.logdir import find_runs
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import BROKEN, PUBLIC, ROOT, sample, sample_file
 from tftrace.api import analyze, diff
 from tftrace.cli import run
-from tftrace.errors import TraceReadError
+from tftrace.model.errors import TraceReadError
 from tftrace.render import render
 from tftrace.render.diff import render_diff
 

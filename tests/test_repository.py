@@ -71,7 +71,7 @@ def test_the_wheel_ships_no_test_data(tmp_path):
     shipped = [n for n in names if n.endswith((".pb", ".gz", ".trace.json")) or n.startswith(("tests/", "sample_traces/"))]
     assert not shipped, shipped
     # ...but it does ship the TensorBoard tab's front end, and registers the tab.
-    assert {"tftrace/tb_plugin/static/index.js", "tftrace/tb_plugin/static/style.css"} <= set(names)
+    assert {"tftrace/tensorboard/static/index.js", "tftrace/tensorboard/static/style.css"} <= set(names)
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "[tensorboard_plugins]\ntftrace = tftrace.tb_plugin.plugin:TftracePlugin" in \
+    assert "[tensorboard_plugins]\ntftrace = tftrace.tensorboard.plugin:TftracePlugin" in \
         zipfile.ZipFile(tmp_path / wheel).read(entry_points).decode()

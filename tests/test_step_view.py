@@ -1,4 +1,4 @@
-"""The median step up close (analysis/step_view.py) and its SVG timeline in the HTML report."""
+"""The median step up close (analysis/median_step.py) and its SVG timeline in the HTML report."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 
 from conftest import sample
 from test_html import chart
-from tftrace.analysis import step_view as sv
+from tftrace.analysis import median_step as sv
 from tftrace.analysis.breakdown import event_classes
 from tftrace.api import analyze
 from tftrace.render import render
-from tftrace.report import Report
+from tftrace.model.report import Report
 from tiny import tiny_trace
 
 US = 1_000_000  # ps

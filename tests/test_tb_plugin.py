@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import importlib.metadata
 import os
@@ -17,11 +18,11 @@ import pytest
 
 import tftrace
 from cdp import CHROMIUM, Browser
-from conftest import ROOT, sample
+from conftest import BROKEN, ROOT, sample, sample_file
 from tbserver import _get, _stop, _wait_until, fetch, free_port
-from tftrace import tensorboard as tb
-from tftrace.tb_plugin import sessions
-from tftrace.tb_plugin.results import Results
+from tftrace.tensorboard import serve as tb_serve
+from tftrace.tensorboard import sessions
+from tftrace.tensorboard.results import Results, _analysed
 
 RUN_FILE = ("plugins", "profile", "run", "sample.xplane.pb")
 
@@ -164,7 +165,7 @@ _PAGE = "window.frames[0].frames[0]"
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing (apt-get install chromium)")
 def test_the_tab_in_a_browser_shows_reports_diffs_new_runs_and_links_to_the_trace_viewer(tab):
     with Browser(1280, 1000) as browser:
-        browser.navigate(tb.tab_url(tab.port))
+        browser.navigate(tb_serve.tab_url(tab.port))
         shown = browser.wait_for(f"""(() => {{
             const verdict = {_PAGE}.document.querySelector(".verdict");
             return verdict && {{run: {_TAB}.document.getElementById("tftrace-run").value,
@@ -205,7 +206,7 @@ def test_the_tab_in_a_browser_shows_reports_diffs_new_runs_and_links_to_the_trac
 def test_plain_tensorboard_loads_the_tab_through_the_entry_point(tmp_path):
     with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
         declared = re.search(r'^\[project\.entry-points\.tensorboard_plugins\]\s*\ntftrace = "([^"]+)"', f.read(), re.M)
-    assert declared and declared.group(1) == "tftrace.tb_plugin.plugin:TftracePlugin"
+    assert declared and declared.group(1) == "tftrace.tensorboard.plugin:TftracePlugin"
     if not importlib.metadata.entry_points(group="tensorboard_plugins", name="tftrace"):
         pytest.skip("the installed tftrace's metadata predates the tab's entry point: run `pip install -e .` again")
     logdir = tmp_path / "logdir"
@@ -250,9 +251,26 @@ def test_results_are_kept_until_the_run_changes(tmp_path):
     assert results.report_page(a)[1] is not changed[1]  # keep=1: b's page pushed a's out
 
 
+def test_a_run_of_several_hosts_is_analysed_as_tftrace_analyze_does(tmp_path):
+    """The tab reaches the analyses through tftrace.api: a run of several hosts is mapped host by
+    host and reduced, as `tftrace analyze` does, broken host files named alike."""
+    run = tmp_path / "plugins" / "profile" / "run"
+    run.mkdir(parents=True)
+    for i, (scenario, variant) in enumerate((("stock", "fit_tensorboard"), ("zoo", "heavy_layer"))):
+        shutil.copy(sample_file(scenario, variant), run / f"worker-{i}.xplane.pb")
+    shutil.copy(BROKEN, run / "worker-9.xplane.pb")
+    os.utime(run / "worker-9.xplane.pb", (time.time() - 90, time.time() - 90))
+    expected = tftrace.analyze(str(tmp_path)).runs[0]
+    shown = _analysed(sessions.lookup(str(tmp_path), "run"), top=15)
+    assert shown.hosts == ("worker-0", "worker-1") and shown.per_host and not shown.error
+    assert any("worker-9.xplane.pb" in n for n in shown.notes)
+    assert shown.name == "run" and expected.name == "plugins/profile/run"  # as each front end names runs
+    assert dataclasses.replace(shown, name=expected.name, path=expected.path) == expected
+
+
 def test_is_active_is_cached(tmp_path):
     from tensorboard.plugins.base_plugin import TBContext
-    from tftrace.tb_plugin.plugin import TftracePlugin
+    from tftrace.tensorboard.plugin import TftracePlugin
     plugin = TftracePlugin(TBContext(logdir=str(tmp_path)))
     assert plugin.is_active() is False
     (tmp_path / "plugins" / "profile" / "run").mkdir(parents=True)
@@ -262,10 +280,10 @@ def test_is_active_is_cached(tmp_path):
 
 
 def test_the_launcher_adds_the_tab_once():
-    from tftrace.tb_plugin.main import plugins
+    from tftrace.tensorboard.main import plugins
     names = [getattr(p, "plugin_name", None) for p in plugins()]
     assert names.count("tftrace") == 1
-    assert tb.serve_command("logs", 1)[1:3] == ["-m", "tftrace.tb_plugin.main"]
+    assert tb_serve.serve_command("logs", 1)[1:3] == ["-m", "tftrace.tensorboard.main"]
 
 
 def test_the_plugin_never_imports_tensorflow(tmp_path):
@@ -273,7 +291,7 @@ def test_the_plugin_never_imports_tensorflow(tmp_path):
     code = ("import sys\n"
             "from tensorboard.plugins.base_plugin import TBContext\n"
             "from werkzeug.test import Client\n"
-            "from tftrace.tb_plugin.plugin import TftracePlugin\n"
+            "from tftrace.tensorboard.plugin import TftracePlugin\n"
             f"plugin = TftracePlugin(TBContext(logdir={str(tmp_path / 'logdir')!r}))\n"
             "answer = Client(plugin.get_plugin_apps()['/report']).get('/report?run=run')\n"
             "assert answer.status_code == 200 and b'input-bound' in answer.data, answer.status_code\n"
@@ -286,7 +304,7 @@ def test_the_plugin_never_imports_tensorflow(tmp_path):
 def test_hostile_run_names_stay_text(tmp_path):
     from tensorboard.plugins.base_plugin import TBContext
     from werkzeug.test import Client
-    from tftrace.tb_plugin.plugin import TftracePlugin
+    from tftrace.tensorboard.plugin import TftracePlugin
     hostile = '<img src=x onerror="alert(1)">'
     shutil.copytree(sample("augment", "flatten", "plugins", "profile", "run"),
                     tmp_path / "plugins" / "profile" / hostile)

@@ -17,8 +17,8 @@ import pytest
 
 from conftest import ROOT, run_cli, sample
 from tbserver import _get, _stop, _wait_until, free_port as _free_port
-from tftrace import tensorboard as tb
-from tftrace.report import Report, RunReport, StepRow, StepsSummary, Verdict
+from tftrace.tensorboard import serve as tb_serve, summaries as tb
+from tftrace.model.report import Report, RunReport, StepRow, StepsSummary, Verdict
 
 SAMPLE = sample("augment", "flatten")  # a logdir: plugins/profile/run/sample.xplane.pb
 
@@ -143,7 +143,7 @@ def test_tftrace_tensorboard_serves_on_localhost(served):
         log = f.read()
     assert f"http://127.0.0.1:{served.port}/" in log
     assert f"open http://127.0.0.1:{served.port}/#tftrace " in log  # on tftrace's tab
-    assert tb.serve_command("logs", 1)[-4:] == ["--host", "127.0.0.1", "--port", "1"]
+    assert tb_serve.serve_command("logs", 1)[-4:] == ["--host", "127.0.0.1", "--port", "1"]
 
 
 # --- the writer, without a server -------------------------------------------------------------
@@ -214,7 +214,7 @@ def test_writing_does_not_import_tensorflow(tmp_path):
     shutil.copytree(SAMPLE, logdir)
     code = ("import sys\n"
             "from tftrace.api import analyze\n"
-            "from tftrace.tensorboard import write_report\n"
+            "from tftrace.tensorboard.summaries import write_report\n"
             f"write_report({logdir!r}, analyze({logdir!r}))\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'tensorflow'))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
@@ -241,4 +241,4 @@ def test_serve_without_tensorboard_says_how_to_install(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorboard" else real(name, *a))
     with pytest.raises(tb.TensorBoardError, match="pip install tensorboard"):
-        tb.serve("logs", 6006)
+        tb_serve.serve("logs", 6006)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from tftrace.analysis.findings.pipeline import maps_batches
 from tftrace.analysis.pipeline_load import PipelineLoad
 from tftrace.analysis.verdict import paced, verdict
-from tftrace.report import Breakdown
+from tftrace.model.report import Breakdown
 
 MS = 10**9
 # A heavy tf.data map on 2 cores, as test_confirm's serial_map program traces: the step (16.6 ms)
@@ -54,3 +54,13 @@ def test_a_map_over_whole_batches_is_told_from_one_per_element():
     assert maps_batches(["Iterator::Root::Prefetch::MapV2[0]::PaddedBatchV2"])
     assert not maps_batches(["Iterator::Root::Prefetch::BatchV2::ParallelMapV2::TensorSlice"])
     assert not maps_batches(["ParallelMapV2::BatchV2"])  # not an iterator's stage path
+
+
+def test_steps_left_out_are_said_after_the_bound_whatever_the_sentence():
+    """The verdict is composed with what it leaves out (a call's start-up step), never edited after."""
+    why = "step 0 left out: a call's start-up, building its input iterator"
+    for b, lead in ((CONTENDED, "Compute-bound"), (Breakdown(input=0.5, compute=0.3, host_overhead=0.2), "Highly input-bound")):
+        plain, steady = verdict(b, True), verdict(b, True, steady=why)
+        assert plain.bound == steady.bound and plain.text.startswith(lead + ": ")
+        assert steady.text == plain.text.replace(lead + ":", f"{lead} in the steady state ({why}):", 1)
+    assert verdict(CONTENDED, False, steady=why).text == "no step time could be measured in this trace"

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 
 from tftrace.read.build import TraceBuilder, line_role
-from tftrace.events import INT_STATS, LineInfo
+from tftrace.model.events import INT_STATS, LineInfo
 
 
 def tiny_trace(events, plane: str = "/host:CPU", sidecar: dict | None = None):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from tftrace.model.version import VERSION as __version__
+
 __all__ = ["TraceCallback", "trace", "step", "region", "confirm", "confirm_predict", "load", "analyze", "diff",
            "TftraceError", "__version__"]
 
@@ -19,7 +20,7 @@ def __getattr__(name: str):
         from tftrace.capture import confirm
         return getattr(confirm, name)
     if name == "load":
-        from tftrace.read.loader import load
+        from tftrace.api import load
         return load
     if name == "analyze":
         from tftrace.api import analyze
@@ -31,6 +32,6 @@ def __getattr__(name: str):
         from tftrace import notebook
         return getattr(notebook, name)
     if name == "TftraceError":
-        from tftrace.errors import TftraceError
+        from tftrace.model.errors import TftraceError
         return TftraceError
     raise AttributeError(f"module 'tftrace' has no attribute {name!r}")

@@ -1,14 +1,18 @@
-"""The Python API behind the CLI: analyze a path into a Report."""
+"""The one door: every front end (the CLI, the TensorBoard tab, the notebook) and the Python API
+reach reading and analysis through these calls. Analyses are imported when first called, so
+importing this module stays cheap."""
 
 from __future__ import annotations
 
-from tftrace import __version__
-from tftrace.analysis.ops import SIDES
-from tftrace.analysis.run import DEFAULT_TOP, failed_run
-from tftrace.errors import ReportError, TftraceError, TraceReadError
-from tftrace.hostmap import analyze_run
-from tftrace.read.logdir import find_runs
-from tftrace.report import Report
+from tftrace.model.errors import ReportError, TftraceError, TraceReadError
+from tftrace.model.report import DEFAULT_TOP, SIDES, Report, RunReport, failed_run
+from tftrace.model.version import VERSION
+from tftrace.read.logdir import Run, find_runs, is_trace_file  # noqa: F401 - the runs a path holds, for the front ends
+# Paths and files in a local folder or in cloud storage (gs://, s3://...), for the front ends.
+from tftrace.read.storage import isdir as is_folder, is_url, join, listdir, remove, write_bytes  # noqa: F401
+from tftrace.render import jupyter as _jupyter  # noqa: F401 - Jupyter shows reports and diffs as HTML
+
+DIFF_TOP = 20  # ops, layers and categories a diff lists unless asked for more
 
 
 def analyze(path: str, top: int | None = DEFAULT_TOP, progress=None, ops: str = "all", workers: int = 1,
@@ -20,20 +24,49 @@ def analyze(path: str, top: int | None = DEFAULT_TOP, progress=None, ops: str = 
     dask.distributed Client); the report is the same either way."""
     if ops not in SIDES:
         raise TftraceError(f"unknown ops side {ops!r}; choose one of {', '.join(SIDES)}")
-    runs = find_runs(path)
-    reports = []
-    for run in runs:
-        try:
-            reports.append(analyze_run(run, top, ops, progress, workers, client))
-        except TftraceError as e:
-            reports.append(failed_run(run.path, run.name, str(e)))
+    reports = [analyze_run(run, top, ops, progress, workers, client) for run in find_runs(path)]
     if all(r.error for r in reports):
         raise TraceReadError(reports[0].error if len(reports) == 1 else
                              f"{path}: no readable run; first error: {reports[0].error}")
-    return Report(tuple(reports), __version__)
+    return Report(tuple(reports), VERSION)
 
 
-def _side(path: str, side: str):
+def analyze_run(run: Run, top: int | None = DEFAULT_TOP, ops: str = "all", progress=None, workers: int = 1,
+                client=None) -> RunReport:
+    """One run's report entry, its hosts mapped and reduced as `analyze` does (hostmap.py); a run
+    that cannot be read becomes an entry carrying its error."""
+    from tftrace.hostmap import analyze_run as mapped
+    try:
+        return mapped(run, top, ops, progress, workers, client)
+    except TftraceError as e:
+        return failed_run(run.path, run.name, str(e))
+
+
+def compare(baseline: RunReport, candidate: RunReport, baseline_name: str, candidate_name: str,
+            top: int | None = DIFF_TOP, notes: tuple[str, ...] = (), limit: float | None = None):
+    """The DiffReport of two analysed runs; `limit` (percent) adds the speed gate's decision."""
+    from tftrace.analysis.compare import diff_runs
+    return diff_runs(baseline, candidate, baseline_name, candidate_name, top, notes, limit)
+
+
+def diff(baseline: str, candidate: str, top: int | None = DIFF_TOP, fail_if_slower: float | str | None = None):
+    """Compare two runs (each a logdir, run folder, trace file or saved JSON report).
+    `fail_if_slower` (percent, e.g. 5 or "5%") adds the speed gate's decision (`result.gate`)."""
+    from tftrace.analysis.gate import parse_limit
+    limit = parse_limit(fail_if_slower) if fail_if_slower is not None else None
+    base, base_note = _side(baseline, "baseline")
+    cand, cand_note = _side(candidate, "candidate")
+    notes = tuple(n for n in (base_note, cand_note) if n)
+    return compare(base, cand, baseline, candidate, top, notes, limit)
+
+
+def load(path: str):
+    """The Trace (the event table) of the single run at `path` (the first run, by name, of a logdir)."""
+    from tftrace.read.loader import load as load_trace
+    return load_trace(path)
+
+
+def _side(path: str, side: str) -> tuple[RunReport, str]:
     """One side of a diff: a logdir, run folder or trace (analysed whole) or a saved JSON report."""
     try:
         if path.endswith(".json"):
@@ -64,15 +97,3 @@ def _saved_report(path: str) -> Report:
         return Report.from_dict(data)
     except ReportError as e:
         raise ReportError(f"{path}: {e}") from None
-
-
-def diff(baseline: str, candidate: str, top: int | None = 20, fail_if_slower: float | str | None = None):
-    """Compare two runs (each a logdir, run folder, trace file or saved JSON report).
-    `fail_if_slower` (percent, e.g. 5 or "5%") adds the speed gate's decision (`result.gate`)."""
-    from tftrace.analysis.diff import diff_runs
-    from tftrace.analysis.gate import parse_limit
-    limit = parse_limit(fail_if_slower) if fail_if_slower is not None else None
-    base, base_note = _side(baseline, "baseline")
-    cand, cand_note = _side(candidate, "candidate")
-    notes = tuple(n for n in (base_note, cand_note) if n)
-    return diff_runs(base, cand, baseline, candidate, top, notes, limit)

@@ -7,12 +7,12 @@ import os
 
 from tftrace.analysis.hosts import HostView, slowest
 from tftrace.analysis.run import HostPart, analyze_trace, combine_hosts, host_part
-from tftrace.errors import TftraceError, TraceReadError
+from tftrace.model.errors import TftraceError, TraceReadError
 from tftrace.malloc import freed_memory_kept, keep_freed_memory
-from tftrace.events import Trace
+from tftrace.model.events import Trace
 from tftrace.read.loader import load_host, load_run, with_files_beside
 from tftrace.read.logdir import Run, host_from_file
-from tftrace.report import RunReport
+from tftrace.model.report import RunReport
 
 
 def analyze_run(run: Run, top: int | None, ops: str, progress=None, workers: int = 1, client=None) -> RunReport:

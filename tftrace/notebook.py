@@ -63,7 +63,7 @@ def tftrace_cell(line: str, cell: str) -> None:
 def _show(run_dir: str, top: int, shell) -> None:
     from IPython.display import display
     from tftrace.api import analyze
-    from tftrace.errors import TftraceError
+    from tftrace.model.errors import TftraceError
     try:
         report = analyze(run_dir, top=top)
     except TftraceError as e:

@@ -24,8 +24,8 @@ import numpy as np
 from tftrace.analysis.device_link import DeviceWork
 from tftrace.analysis.intervals import covered, merge, merge_rows
 from tftrace.analysis.steps import Steps
-from tftrace.names import H2D, Op, is_input_event
-from tftrace.events import Trace
+from tftrace.model.names import H2D, Op, is_input_event
+from tftrace.model.events import Trace
 
 # Ops that build a tf.data pipeline or iterator: per-call overhead, not model compute.
 PIPELINE_TYPES = {"MakeIterator", "AnonymousIterator", "AnonymousIteratorV2", "AnonymousIteratorV3",

@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Iterable, NamedTuple
 
 from tftrace.analysis.breakdown import is_pipeline_op
-from tftrace.names import Op
+from tftrace.model.names import Op
 
 CATEGORIES = ("matmul", "convolution", "reduction", "reshape", "elementwise", "activation",
               "normalization", "pooling", "dropout", "optimizer", "loss", "input", "transfer",

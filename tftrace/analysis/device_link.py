@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tftrace.events import Trace
+from tftrace.model.events import Trace
 
 
 @dataclass(frozen=True, eq=False)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from tftrace.analysis.intervals import merge
-from tftrace.events import Trace
-from tftrace.report import DeviceRow
+from tftrace.model.events import Trace
+from tftrace.model.report import DeviceRow
 
 IDLE_GAP_PS = 10_000_000  # 10 us: shorter pauses between kernels are launch latency, not idling
 

@@ -4,18 +4,9 @@ the difference is more than step-to-step noise (the diff's Mann-Whitney test).""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from tftrace.errors import TftraceError
-
-
-@dataclass(frozen=True)
-class Gate:
-    """The decision of `tftrace diff --fail-if-slower PCT`; `failed` means exit code 1."""
-
-    fail_if_slower_pct: float  # the limit, in percent of the baseline's median step time
-    failed: bool
-    reason: str  # one line, for a CI log
+from tftrace.model.diff_report import Gate
+from tftrace.model.errors import TftraceError
 
 
 def parse_limit(text: str) -> float:

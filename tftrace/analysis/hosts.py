@@ -14,24 +14,10 @@ import numpy as np
 
 from tftrace.analysis.breakdown import Timeline
 from tftrace.analysis.steps import Steps
-from tftrace.report import Breakdown, HostRow
+from tftrace.model.report import Breakdown, HostRow
 
 STRAGGLER_MIN = 0.05  # a host under 5% slower than the others is noise, not a straggler
-_PARTS = ("input", "compute", "collectives", "host_overhead", "idle")
-_LABELS = {"input": "waiting for input", "compute": "computing", "collectives": "waiting in collectives",
-           "host_overhead": "host overhead (Python, dispatch, launches)", "idle": "time between steps"}
-_FIXES = {
-    "input": "Its input pipeline is slower than the others': check its data source and disk or network, give its "
-             "tf.data pipeline more parallelism (`num_parallel_calls`, `prefetch`), and shard the data evenly.",
-    "compute": "It computes more or on slower hardware: check for uneven shards (batch size per worker), a "
-               "slower or shared machine, or a device running other work.",
-    "collectives": "It waits longest in collectives: a peer or the network is slow; check the interconnect and "
-                   "the other hosts' steps.",
-    "host_overhead": "Its host does more per step (Python, logging, launches) or is shared with other "
-                     "processes: check its CPU load and per-step Python work.",
-    "idle": "It spends longer between steps (callbacks, checkpointing, logging on this host only?): move that "
-            "work off the step path or to one chief worker.",
-}
+PARTS = ("input", "compute", "collectives", "host_overhead", "idle")  # a host's step, collectives split out
 
 
 @dataclass(frozen=True)
@@ -92,9 +78,31 @@ def _work(v: HostView, common: set[int]) -> float:
     return _per_step(v, common) - v.part_ms()["collectives"]
 
 
-def straggler(views: list[HostView]):
-    """(share, kind, title, evidence, fix) for the host with the most work per step, or None
-    when no host clearly works longer than the median of the others."""
+@dataclass(frozen=True)
+class Straggler:
+    """The host the others wait for, measured against them; times are per step, in ps."""
+
+    host: str
+    work_ps: float  # its step without the time in collectives
+    others_ps: float  # the same, the other hosts' median
+    others: int  # how many other hosts
+    step_ps: float  # its mean step with the gap after it
+    common_steps: int  # steps all hosts measured, by number (0: steps not aligned)
+    mine: dict[str, float]  # its step by part (PARTS)
+    theirs: dict[str, float]  # the other hosts' median by part
+    excess: tuple[tuple[float, str], ...]  # (ps more than the others, part), largest first, collectives aside
+    waiting_ps: float  # how much longer the others wait in collectives than it does
+    synced: bool  # the others' steps last as long as its: they wait for it
+
+    @property
+    def reason(self) -> str:
+        """The part of its step that makes it slow."""
+        return self.excess[0][1]
+
+
+def straggler(views: list[HostView]) -> Straggler | None:
+    """The host with the most work per step, or None when no host clearly works longer than
+    the median of the others."""
     if len(views) < 2:
         return None
     common = _common(views)
@@ -105,20 +113,8 @@ def straggler(views: list[HostView]):
         return None
     step = _per_step(worst, common)
     my_parts = worst.part_ms()
-    their_parts = {p: float(np.median([v.part_ms()[p] for v in others])) for p in _PARTS}
-    excess = sorted(((my_parts[p] - their_parts[p], p) for p in _PARTS if p != "collectives"), reverse=True)
-    reason = excess[0][1]
-    aligned = f" over the {len(common)} steps all hosts measured" if common else ""
+    their_parts = {p: float(np.median([v.part_ms()[p] for v in others])) for p in PARTS}
+    excess = sorted(((my_parts[p] - their_parts[p], p) for p in PARTS if p != "collectives"), reverse=True)
     waiting = max(their_parts["collectives"] - my_parts["collectives"], 0)
-    synced = waiting > STRAGGLER_MIN * step  # the others' steps last as long as its: they wait for it
-    what = "works" if synced else "takes"
-    evidence = (f"{worst.host} {what} {mine / 1e9:.2f} ms per step{' outside collectives' if synced else ''} against "
-                f"{theirs / 1e9:.2f} ms on the other hosts (median of {len(others)}){aligned}")
-    evidence += "".join(f"; it spends {d / 1e9:.2f} ms more per step {_LABELS[p]} ({my_parts[p] / 1e9:.2f} vs "
-                        f"{their_parts[p] / 1e9:.2f} ms)" for d, p in excess[:2] if d > 0)
-    if synced:
-        evidence += f"; the others wait {waiting / 1e9:.2f} ms more per step in collectives, for it"
-    more = f"{mine / theirs:.1f}x the others' time" if mine >= 1.5 * theirs else f"{mine / theirs - 1:.0%} more time"
-    title = (f"Straggler: host {worst.host} holds the others back, {more} per step before they sync ({_LABELS[reason]})"
-             if synced else f"Straggler: host {worst.host} is {mine / theirs - 1:.0%} slower per step ({_LABELS[reason]})")
-    return (mine - theirs) / step, "straggler", title, evidence, _FIXES[reason]
+    return Straggler(worst.host, mine, theirs, len(others), step, len(common), my_parts, their_parts, tuple(excess),
+                     waiting, waiting > STRAGGLER_MIN * step)

@@ -7,8 +7,8 @@ import re
 import numpy as np
 
 from tftrace.analysis.sums import masked_sums
-from tftrace.report import InputPipeline, StageRow
-from tftrace.events import Trace
+from tftrace.model.report import InputPipeline, StageRow
+from tftrace.model.events import Trace
 
 _INDEX = re.compile(r"\[\d+\]")
 # Buffering and plumbing stages: their self time is mostly waiting for the stage before them,

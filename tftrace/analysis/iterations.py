@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from tftrace.analysis.intervals import merge
-from tftrace.events import Trace
+from tftrace.model.events import Trace
 
 
 def main_thread_activity(trace: Trace) -> tuple[np.ndarray, np.ndarray]:

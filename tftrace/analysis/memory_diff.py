@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tftrace.diff_report import MemoryDelta
-from tftrace.memory_report import Memory
+from tftrace.model.diff_report import MemoryDelta
+from tftrace.model.memory import Memory
 
 
 def memory_deltas(base: Memory, cand: Memory) -> tuple[MemoryDelta, ...]:

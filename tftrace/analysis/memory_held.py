@@ -8,9 +8,9 @@ import re
 import numpy as np
 
 from tftrace.analysis.classify import OPTIMIZER_SCOPES, classify
-from tftrace.events import Columns
-from tftrace.memory_report import HeldRow
-from tftrace.names import Op
+from tftrace.model.events import Columns
+from tftrace.model.memory import HeldRow
+from tftrace.model.names import Op
 
 # TensorFlow's DataType enum (types.proto), as XProf names them.
 DTYPES = ("INVALID", "float", "double", "int32", "uint8", "int16", "int8", "string", "complex64", "int64", "bool",

@@ -9,8 +9,8 @@ import numpy as np
 
 from tftrace.analysis.ops import OpEntry
 from tftrace.analysis.steps import Steps
-from tftrace.events import Trace
-from tftrace.names import jit_function
+from tftrace.model.events import Trace
+from tftrace.model.names import jit_function
 
 _MARKERS = {"train": "train", "test": "evaluate", "eval": "evaluate", "evaluate": "evaluate",
             "predict": "predict", "infer": "predict", "inference": "predict",

@@ -9,36 +9,8 @@ import numpy as np
 
 from tftrace.analysis.classify import INPUT, classify, layer_scopes
 from tftrace.analysis.sums import CHUNK, exact_sums
-from tftrace.events import Trace
-
-
-@dataclass(frozen=True)
-class OpRow:
-    name: str
-    type: str
-    category: str
-    layer: str
-    phase: str
-    device: str  # "host", or the device kind ("GPU", "TPU") whose planes ran it
-    count: int
-    self_ps: int
-    share: float  # of all op self time, host and device together (OpStats.total_ps)
-    eager: bool = False
-
-
-@dataclass(frozen=True)
-class LayerRow:
-    layer: str
-    self_ps: int
-    share: float
-    params: int = -1  # trainable + non-trainable parameters, when the sidecar knows them
-
-
-@dataclass(frozen=True)
-class CategoryRow:
-    category: str
-    self_ps: int
-    share: float
+from tftrace.model.events import Trace
+from tftrace.model.report import CategoryRow, LayerRow, OpRow
 
 
 @dataclass(frozen=True)
@@ -157,9 +129,6 @@ def merge_tables(tables) -> list[OpEntry]:
 def _device_kind(trace: Trace) -> str:
     kinds = sorted({ln.plane.split(":")[1] for ln in trace.lines if ln.on_device and ":" in ln.plane})
     return "/".join(kinds) or "device"
-
-
-SIDES = ("all", "host", "device")
 
 
 def op_stats(trace: Trace, table: list[OpEntry] | None = None, top: int | None = None,

@@ -18,7 +18,7 @@ from tftrace.analysis.breakdown import is_pipeline_op, spans
 from tftrace.analysis.intervals import covered, merge
 from tftrace.analysis.steps import STEP_FUNCTIONS, Steps
 from tftrace.analysis.sums import CHUNK
-from tftrace.events import Trace
+from tftrace.model.events import Trace
 
 TRACING = ("tf.function-graph_building", "TraceFunction", "tf.function-tracing")  # graph building events
 # Ops that make a new iterator: one per call that builds its input pipeline (a call's start-up).

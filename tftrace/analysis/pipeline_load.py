@@ -9,7 +9,7 @@ import numpy as np
 
 from tftrace.analysis.breakdown import Timeline
 from tftrace.analysis.intervals import covered, merge_rows
-from tftrace.events import Trace
+from tftrace.model.events import Trace
 
 # tf.data stages that do work of their own (reading files), not only wait for the stage before.
 SOURCE_STAGES = {"TFRecord", "TextLine", "FixedLengthRecord"}

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tftrace.analysis.stack_tree import StackTree, from_paths, innermost_marked, outermost_of_frame, subtree_sums
-from tftrace.events import Trace
-from tftrace.report import FlameNode, PythonProfile, PythonRow
+from tftrace.model.events import Trace
+from tftrace.model.report import FlameNode, PythonProfile, PythonRow
 
 # Frames that mean "this thread runs the input pipeline's Python" (tf.data's py_func bridge,
 # Keras' generator and PyDataset adapters).

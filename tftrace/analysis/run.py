@@ -8,31 +8,29 @@ from dataclasses import dataclass
 import numpy as np
 
 from tftrace.analysis.breakdown import event_classes, timeline
-from tftrace.analysis.eager import eager_layers
-from tftrace.analysis.experiment import interpret, measured_verdict
-from tftrace.analysis.findings import Context, diagnose
+from tftrace.analysis.eager_layers import eager_layers
+from tftrace.analysis.confirmation import interpret, measured_verdict
+from tftrace.analysis.findings import Context, diagnose, memory_findings
 from tftrace.analysis.input import ranked_pipeline, stage_totals
-from tftrace.analysis.memory import allocators
-from tftrace.analysis.memory_findings import memory_findings
+from tftrace.analysis.allocators import allocators
 from tftrace.analysis.ops import OpEntry, merge_tables, op_stats, op_table
 from tftrace.analysis.overhead import overhead
 from tftrace.analysis.python import python_profile
 from tftrace.analysis.device_link import DeviceWork, extend_to_cpu_modules, extend_to_device, link_device_work
 from tftrace.analysis.devices import device_rows
-from tftrace.analysis.hosts import HostView, host_rows, slowest, straggler
+from tftrace.analysis.hosts import HostView, host_rows, slowest
 from tftrace.analysis.mode import run_mode
 from tftrace.analysis.startup import startup_steps, steady
-from tftrace.analysis.step_view import step_view
+from tftrace.analysis.median_step import step_view
 from tftrace.analysis.steps import STEP_FUNCTIONS, Steps, find_steps
 from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
 from tftrace.analysis.tracer_cost import tracer_cost, tracer_notes
 from tftrace.analysis.verdict import HIGHLY_INPUT, paced, verdict
-from tftrace.analysis.window import window_note
-from tftrace.report import Breakdown, DeviceRow, RunReport, StepRow, StepsSummary, Verdict
-from tftrace.events import Trace
-from tftrace.memory_report import AllocatorRow, Memory
+from tftrace.analysis.cut_short import window_note
+from tftrace.model.report import DEFAULT_TOP, Breakdown, DeviceRow, RunReport, StepRow, StepsSummary, Verdict
+from tftrace.model.events import Trace
+from tftrace.model.memory import AllocatorRow, Memory
 
-DEFAULT_TOP = 15
 _KERAS_MARKERS = {"train", "test", "predict", "profiled batch"}  # TraceCallback, tf.keras, Keras 3's TensorBoard
 _COMPUTE_CATEGORIES = {"matmul", "convolution", "reduction", "reshape", "elementwise", "activation",
                        "normalization", "pooling", "dropout", "loss", "optimizer"}
@@ -119,13 +117,15 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
     pipeline = ranked_pipeline(_sum_stages(p.stages for p in parts), top)
     python = python_profile(timed, tl.start, tl.start + tl.dur)  # all rows: the findings look through them
     judged = judged or _judge(timed, tl, breakdown, classes[1], steps.numbers)
-    ctx = Context(timed, steps, tl, breakdown, ov, stats, table, pipeline, mode, eager, _loop(timed, steps, mode),
-                  python, straggler(views), judged.load, judged.paced)
+    memory_rows = _memory_rows(parts)
+    ctx = Context(trace=timed, steps=steps, tl=tl, breakdown=breakdown, overhead=ov, ops=stats, table=table,
+                  pipeline=pipeline, mode=mode, eager=eager, loop=_loop(timed, steps, mode), python=python,
+                  hosts=tuple(views), load=judged.load, paced=judged.paced, bound=judged.verdict.bound,
+                  memory=memory_rows)
     found = diagnose(ctx)
     summary = _steps_summary(steps, tl, timed.hosts[0] if views else "")
     experiment = interpret(timed.experiment, summary, judged.verdict.bound) if timed.experiment is not None else None
     hosts = tuple(p.host for p in parts) if views else timed.hosts
-    memory_rows = _memory_rows(parts)
     return RunReport(
         path=timed.path, name=name, hosts=hosts, devices=tuple(sorted({d for p in parts for d in p.devices})),
         mode=mode, mode_source=mode_source, eager=eager, steps=summary, breakdown=breakdown,
@@ -138,7 +138,7 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
         python=dataclasses.replace(python, rows=python.rows[:top] if top else python.rows),
         step_view=step_view(timed, tl.start, tl.dur, tl.idle, steps.numbers, classes[0]),
         cut_short=window_note(timed.sidecar, steps.count if steps.kind != "window" else 0), experiment=experiment,
-        memory=Memory(memory_rows, memory_findings(memory_rows, judged.verdict.bound, mode)),
+        memory=Memory(memory_rows, memory_findings(ctx)),
     )
 
 
@@ -177,13 +177,9 @@ def _judge(trace: Trace, tl, parts: Breakdown, compute, numbers) -> Judged:
         tl = steady(tl, startup)
         parts = _parts(tl)
     load = None if device else pipeline_load(trace, tl, compute, parts.input >= HIGHLY_INPUT)
-    judged = verdict(parts, tl.wall_ps > 0, device, load)
-    if len(startup) and ":" in judged.text:
-        head, rest = judged.text.split(":", 1)
-        left_out = ", ".join(str(numbers[i]) for i in startup)
-        judged = dataclasses.replace(judged, text=f"{head} in the steady state (step {left_out} left out: a call's "
-                                                  f"start-up, building its input iterator):{rest}")
-    return Judged(judged, load, paced(parts, device, load))
+    left_out = ", ".join(str(numbers[i]) for i in startup)
+    why = f"step {left_out} left out: a call's start-up, building its input iterator" if len(startup) else ""
+    return Judged(verdict(parts, tl.wall_ps > 0, device, load, why), load, paced(parts, device, load))
 
 
 def _parts(tl) -> Breakdown:
@@ -258,7 +254,3 @@ def _notes(hosts: int, problems: tuple[str, ...], steps, eager: bool) -> tuple[s
     notes += [f"left out, unreadable: {p}" for p in problems]
     return tuple(notes)
 
-
-def failed_run(path: str, name: str, error: str) -> RunReport:
-    """The report entry of a run that could not be read."""
-    return RunReport(path=path, name=name, error=error)

@@ -10,7 +10,7 @@ import numpy as np
 
 from tftrace.analysis.breakdown import Timeline
 from tftrace.analysis.overhead import ITERATOR_BUILDS
-from tftrace.events import Trace
+from tftrace.model.events import Trace
 
 
 def startup_steps(trace: Trace, tl: Timeline) -> np.ndarray:

@@ -11,8 +11,8 @@ import numpy as np
 
 from tftrace.analysis.iterations import grow_calls
 from tftrace.analysis.sums import exact_sums
-from tftrace.events import Trace
-from tftrace.names import JIT_CALL, is_input_event, jit_function
+from tftrace.model.events import Trace
+from tftrace.model.names import JIT_CALL, is_input_event, jit_function
 
 # tf.function names Keras runs once per step (or per `steps_per_execution` steps).
 STEP_FUNCTIONS = ("multi_step_on_iterator", "one_step_on_iterator", "one_step_on_data_distributed",

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tftrace.analysis.breakdown import Timeline
-from tftrace.events import Trace
-from tftrace.report import Breakdown
+from tftrace.model.events import Trace
+from tftrace.model.report import Breakdown
 
 # What one recorded Python call costs the traced program: measured here (JAX 0.10, CPython 3.11,
 # the CPU zoo's untraced twins against their traces) at 0.45-0.93 us; the H200 samples (Python

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tftrace.analysis.pipeline_load import PipelineLoad
-from tftrace.report import Breakdown, Verdict
+from tftrace.model.report import Breakdown, Verdict
 
 HIGHLY_INPUT = 0.20  # XProf: input >= 20% of step time is "highly input-bound"
 MODERATELY_INPUT = 0.05  # XProf: >= 5% "moderately input-bound"
@@ -58,26 +58,34 @@ def paced(b: Breakdown, device: bool, load: PipelineLoad | None) -> str:
     return "busy" if b.input >= HIGHLY_INPUT and load.busy >= PACED else ""
 
 
-def verdict(b: Breakdown, measured: bool, device: bool = False, load: PipelineLoad | None = None) -> Verdict:
+def verdict(b: Breakdown, measured: bool, device: bool = False, load: PipelineLoad | None = None,
+            steady: str = "") -> Verdict:
     """What the run is bound by: the largest part, unless the input pipeline sets the pace
-    (`paced`, from its `load`)."""
+    (`paced`, from its `load`). `steady`: the steps the parts leave out to judge the steady
+    state, and why ("" when none is left out), said after the bound."""
     if not measured:
         return Verdict("unknown", "no step time could be measured in this trace")
+    bound, head, text = _judged(b, device, load)
+    return Verdict(bound, f"{head}{f' in the steady state ({steady})' if steady else ''}: {text}.")
+
+
+def _judged(b: Breakdown, device: bool, load: PipelineLoad | None) -> tuple[str, str, str]:
+    """(bound, the sentence's head, what backs it)."""
     parts = _parts(b)
     texts = {**_TEXT, **_DEVICE_TEXT} if device else _TEXT
     bound = max(parts, key=lambda k: (parts[k], k))
     if bound == "input":  # the largest of four parts is at least 25%: past XProf's 20% bar
-        return Verdict("input", "Highly input-bound: " + texts["input"].format(**parts) + ".")
+        return "input", "Highly input-bound", texts["input"].format(**parts)
     why = paced(b, device, load)
     if why:
         text = _PACED_TEXT[why].format(busy=load.busy, cores_share=load.core_share, cores=load.cores,
                                        cpu=load.cpu_share, **parts)
-        return Verdict("input", ("Highly input-bound: " if b.input >= HIGHLY_INPUT else "Input-bound: ") + text + ".")
+        return "input", "Highly input-bound" if b.input >= HIGHLY_INPUT else "Input-bound", text
     # The largest part leads; input past XProf's thresholds comes second, never hidden.
     text = texts[bound].format(**parts)
-    prefix = {"compute": "Compute-bound", "host_overhead": "Host-overhead-bound", "idle": "Idle-bound"}[bound]
+    head = {"compute": "Compute-bound", "host_overhead": "Host-overhead-bound", "idle": "Idle-bound"}[bound]
     if b.input >= HIGHLY_INPUT:
         text += f"; highly input-bound as well ({b.input:.0%} waiting for data)"
     elif b.input >= MODERATELY_INPUT:
         text += f"; moderately input-bound as well ({b.input:.0%} waiting for data)"
-    return Verdict(bound, f"{prefix}: {text}.")
+    return bound, head, text

@@ -6,7 +6,7 @@ import importlib
 import inspect
 import sys
 
-from tftrace.errors import TftraceError
+from tftrace.model.errors import TftraceError
 
 TENSORFLOW, JAX = "tensorflow", "jax"
 NAMES = (TENSORFLOW, JAX)
@@ -107,8 +107,8 @@ class _JaxProfiler:
             if python_tracer is not None:
                 options.python_tracer_level = int(python_tracer)
         elif python_tracer is False:
-            from tftrace.capture.session import _warn
-            _warn(f"jax {jax.__version__} takes no profiler options: its Python tracer stays on")
+            from tftrace.capture.warn import warn
+            warn(f"jax {jax.__version__} takes no profiler options: its Python tracer stays on")
         if options is None:
             jax.profiler.start_trace(log_dir)
         else:

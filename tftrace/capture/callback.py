@@ -10,14 +10,16 @@ import keras
 
 from tftrace.capture import backend as backends, experiment, guard, marks, session as sessions
 from tftrace.capture.server import serve
-from tftrace.capture.session import ProfilerSession, _warn
+from tftrace.capture.session import ProfilerSession
+from tftrace.capture.step_functions import STEP_FUNCTIONS
+from tftrace.capture.warn import warn as _warn
 from tftrace.capture.window import Window
 from tftrace.capture.sidecar import describe
 from tftrace.capture.timing import StepClock
 
 _MODES = {"train": "fit", "test": "evaluate", "predict": "predict"}
 # The model attribute each mode's step runs through: guarded while a mode runs (see _begin_mode).
-_STEP_FUNCTIONS = {mode: experiment.STEP_FUNCTIONS[call] for mode, call in _MODES.items()}
+_STEP_FUNCTIONS = {mode: STEP_FUNCTIONS[call] for mode, call in _MODES.items()}
 
 
 class TraceCallback(keras.callbacks.Callback):
@@ -444,7 +446,7 @@ class TraceCallback(keras.callbacks.Callback):
             experiment.save(run_dir, raw)
         except OSError as e:
             _warn(f"could not save the confirm experiment beside {run_dir} ({e})")
-        from tftrace.analysis.experiment import interpret
+        from tftrace.analysis.confirmation import interpret
         self.experiments.append(interpret(raw))
 
 

@@ -99,7 +99,7 @@ def _restorable(step_fn, call, batch, restore, raw: dict) -> list:
 
 
 def _done(raw: dict, log_dir: str | None):
-    from tftrace.analysis.experiment import interpret
+    from tftrace.analysis.confirmation import interpret
     if log_dir is not None:
         raw["saved_to"] = experiment.save(_newest_run(log_dir), raw)
     return interpret(raw)

@@ -1,7 +1,7 @@
 """The experiments behind `confirm`: a pipeline alone, a step alone, `predict` against direct calls.
 
 Each returns the raw figures (a dict, saved beside a run as `tftrace_experiment.json`); what
-they mean against a trace's verdict is analysis's job (`tftrace.analysis.experiment`)."""
+they mean against a trace's verdict is analysis's job (`tftrace.analysis.confirmation`)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,17 @@ import time
 
 from tftrace.capture import backend as backends, data_source
 from tftrace.capture.state import Snapshot, variables_of
+from tftrace.capture.step_functions import STEP_FUNCTIONS
 from tftrace.capture.timing import time_batches, time_each
-from tftrace.read.experiment_file import EXPERIMENT
+from tftrace.model.layout import EXPERIMENT
 MIN_BATCHES, MAX_BATCHES = 3, 50
 MIN_TIMED_S = 0.2  # calls of a few ms are repeated for this long: a median of five is noise
-# The model attribute each Keras call runs its steps through (TraceCallback guards it too).
-STEP_FUNCTIONS = {"fit": "train_function", "evaluate": "test_function", "predict": "predict_function"}
 
 
 def new(kind: str, mode: str, n: int) -> dict:
-    from tftrace import __version__
+    from tftrace.model.version import VERSION
     return {"kind": kind, "mode": mode, "batches": n, "skipped": [], "error": "",
-            "tftrace_version": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            "tftrace_version": VERSION, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
 def batches_for(window_steps: int) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from tftrace.capture.experiment import STEP_FUNCTIONS
+from tftrace.capture.step_functions import STEP_FUNCTIONS
 
 # The state each of the trainer's step functions takes, in its order (JAXTrainer._get_jax_state).
 _STATE = {"fit": ("trainable_variables", "non_trainable_variables", "optimizer_variables", "metrics_variables"),

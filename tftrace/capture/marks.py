@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tftrace.names import CALLBACK_MARK as PREFIX
+from tftrace.model.names import CALLBACK_MARK as PREFIX
 
 _MISSING = object()
 _FRAMEWORKS = ("keras", "tf_keras")
@@ -71,7 +71,7 @@ def _marked(fn, name: str, trace):
 
 
 def _name(cls: str, hook: str) -> str:
-    # TraceMe reads '#' as the start of its metadata; `name:Type` reads as a TF op (tftrace.names).
+    # TraceMe reads '#' as the start of its metadata; `name:Type` reads as a TF op (tftrace.model.names).
     return PREFIX + f"{cls}.{hook}".replace(":", "_").replace("#", "_")
 
 

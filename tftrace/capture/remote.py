@@ -19,7 +19,8 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 
-from tftrace.errors import TftraceError
+from tftrace.model.errors import TftraceError
+from tftrace.model.layout import PROFILE_DIR
 
 _ADDRESS = re.compile(r"^(?:grpc://)?([A-Za-z0-9_.\-]+|\[[0-9a-fA-F:]+\]):(\d{1,5})$")
 
@@ -50,7 +51,7 @@ def capture(addresses: list[str], logdir: str, duration_ms: int, python_tracer: 
             host_tracer_level: int = 2) -> RemoteCapture:
     """Ask every server for a `duration_ms` trace at once; write one run under `logdir`."""
     client = _client()
-    root = os.path.join(logdir, "plugins", "profile")
+    root = os.path.join(logdir, *PROFILE_DIR)
     try:
         os.makedirs(root, exist_ok=True)
     except OSError as e:

@@ -16,7 +16,8 @@ import sys
 import threading
 import time
 
-SAMPLES_FILE = "tftrace_python.json.gz"
+from tftrace.model.layout import SAMPLES_FILE
+
 DEFAULT_INTERVAL_S = 0.005
 MAX_DEPTH = 256
 # By default the sampler keeps its own time under this share of the wall time, slowing down when

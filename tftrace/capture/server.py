@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tftrace.capture import backend as backends
-from tftrace.capture.session import _warn
+from tftrace.capture.warn import warn as _warn
 
 _serving: set[int] = set()
 

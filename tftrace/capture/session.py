@@ -7,39 +7,16 @@ import contextlib
 import itertools
 import json
 import os
-import sys
 import tempfile
-import warnings
 
 from tftrace.capture import backend as backends
 from tftrace.capture.sidecar import write_sidecar
-
-
-class CaptureWarning(UserWarning):
-    """Something kept tftrace from capturing; the user's code goes on regardless."""
-
-
-_NOT_USER = {"tftrace", "keras", "tf_keras", "tensorflow", "jax", "jaxlib", "contextlib", "atexit"}
-
-
-def _warn(message: str) -> None:
-    # Shown every time, not once per line: a capture that fails again from the same notebook line
-    # must say so again. Appended, so a filter the user sets still wins.
-    if not any(f[2] is CaptureWarning for f in warnings.filters):
-        warnings.filterwarnings("always", category=CaptureWarning, append=True)
-    warnings.warn(f"tftrace: {message}", CaptureWarning, stacklevel=_user_level())
-
-
-def _user_level() -> int:
-    """The stacklevel of the first frame outside tftrace and the frameworks: the user's line."""
-    frame, level = sys._getframe(2), 2
-    while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in _NOT_USER:
-        frame, level = frame.f_back, level + 1
-    return level if frame is not None else 2
+from tftrace.capture.warn import warn as _warn
+from tftrace.model.layout import PROFILE_DIR
 
 
 def _profile_root(log_dir: str) -> str:
-    return os.path.join(log_dir, "plugins", "profile")
+    return os.path.join(log_dir, *PROFILE_DIR)
 
 
 _multi_worker_warned = False

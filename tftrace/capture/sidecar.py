@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-SIDECAR = "tftrace_run.json"
+from tftrace.model.layout import SIDECAR
 
 
 def write_sidecar(run_dir: str, data: dict) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tftrace.names import Op, parse_host_event
-from tftrace.events import COLUMNS, STAT_COLUMNS, Columns, LineInfo, Trace
+from tftrace.model.names import Op, parse_host_event
+from tftrace.model.events import COLUMNS, STAT_COLUMNS, Columns, LineInfo, Trace
 
 _PYTHON_THREADS = ("python", "main", "MainThread")
 _COMPUTE_THREADS = ("tf_Compute", "tf_gpu_private", "tf_numa_", "tf_inter_op", "tf_pjrt", "tf_XLA")
@@ -86,7 +86,7 @@ class TraceBuilder:
         self._offset += n
 
     def add_memory(self, columns: dict[str, np.ndarray]) -> None:
-        """Memory events of the line added last, as columns (xplane/memory.py)."""
+        """Memory events of the line added last, as columns (read/memory_events.py)."""
         self._memory.append({**columns, "line": np.full(len(columns["time_ps"]), len(self._lines) - 1, np.int32)})
 
     def mark(self) -> tuple[int, int, int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tftrace.errors import TraceReadError
+from tftrace.model.errors import TraceReadError
 from tftrace.read import storage
 
 

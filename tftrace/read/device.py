@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from tftrace.names import Op, parse_tf_op, strip_annotation
+from tftrace.model.names import Op, parse_tf_op, strip_annotation
 from tftrace.read.hlo import hlo_op, precision
 from tftrace.read.stats import parsed_stats, stat_int, stat_value
 

@@ -7,7 +7,6 @@ import math
 
 from tftrace.read.checked_json import read_checked
 
-EXPERIMENT = "tftrace_experiment.json"  # written by capture/experiment.py, beside the run's traces
 _NUMBERS = ("input_alone_ms", "step_alone_ms", "loop_ms", "untraced_ms", "predict_ms", "predict_on_batch_ms",
             "direct_call_ms", "function_call_ms")
 _TEXTS = ("kind", "mode", "error")

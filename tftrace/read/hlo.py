@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tftrace.names import Op
+from tftrace.model.names import Op
 
 # `fusion.12`, `fusion_12`, `cudnn-conv-bias-activation.9`: HLO names with XLA's unique suffix.
 _SUFFIX = re.compile(r"(?:[._]\d+)+\Z")

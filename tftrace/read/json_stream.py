@@ -11,7 +11,7 @@ import re
 import zlib
 from typing import Iterator
 
-from tftrace.errors import TraceReadError
+from tftrace.model.errors import TraceReadError
 from tftrace.read import storage
 
 _MB = 1 << 20

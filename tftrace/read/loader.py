@@ -5,15 +5,14 @@ from __future__ import annotations
 import dataclasses
 
 from tftrace.read.build import TraceBuilder
-from tftrace.capture.sampler import SAMPLES_FILE
-from tftrace.capture.sidecar import SIDECAR
-from tftrace.read.experiment_file import EXPERIMENT, read_experiment
-from tftrace.errors import TraceReadError
+from tftrace.model.layout import EXPERIMENT, SAMPLES_FILE, SIDECAR
+from tftrace.read.experiment_file import read_experiment
+from tftrace.model.errors import TraceReadError
 from tftrace.read import storage
 from tftrace.read.logdir import Run, find_runs, host_from_file
 from tftrace.read.samples_file import read_samples
 from tftrace.read.sidecar_file import read_sidecar
-from tftrace.events import Trace
+from tftrace.model.events import Trace
 from tftrace.read.xspace import read_xspace
 from tftrace.read.trace_json import read_trace_json
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from tftrace.errors import NoTracesError, TraceReadError
+from tftrace.model.errors import NoTracesError, TraceReadError
+from tftrace.model.layout import TRACE_SUFFIXES
 from tftrace.read import storage
 
-TRACE_SUFFIXES = (".xplane.pb", ".trace.json.gz", ".trace.json")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from tftrace.errors import TraceReadError
+from tftrace.model.errors import TraceReadError
 from tftrace.read import storage
 from tftrace.read.json_stream import limit_bytes
 

@@ -8,7 +8,7 @@ import posixpath
 import re
 from typing import BinaryIO, Iterator
 
-from tftrace.errors import TraceReadError
+from tftrace.model.errors import TraceReadError
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # The extra that installs each common backend (pyproject.toml); fsspec itself comes with them.

@@ -7,8 +7,8 @@ from array import array
 import numpy as np
 
 from tftrace.read.build import TraceBuilder, line_role
-from tftrace.events import INT_STATS, STR_STATS, LineInfo
-from tftrace.names import Op, parse_tf_op
+from tftrace.model.events import INT_STATS, STR_STATS, LineInfo
+from tftrace.model.names import Op, parse_tf_op
 from tftrace.read.json_stream import event_batches
 
 # Event args worth keeping: step-related stats, and the op a device event ran.

@@ -8,14 +8,14 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from tftrace.read.build import TraceBuilder, line_role
-from tftrace.errors import TraceReadError
-from tftrace.events import INT_STATS, STR_STATS, LineInfo
+from tftrace.model.errors import TraceReadError
+from tftrace.model.events import INT_STATS, STR_STATS, LineInfo
 from tftrace.read.lines import check_times, decode_line
 from tftrace.read.schema import XPlaneLazy, XSpaceLazy
 from tftrace.read import storage, wire
 from tftrace.read.device import device_label, device_names
 from tftrace.read.hlo import XLA_CPU_THREADS, cpu_thunk, is_hlo_name
-from tftrace.read.memory import ALLOCATION, DEALLOCATION, memory_rows
+from tftrace.read.memory_events import ALLOCATION, DEALLOCATION, memory_rows
 from tftrace.read.stats import parsed_stats, stat_int, stat_value
 from tftrace.read.wire import Field, WireError, WireFile, fields
 
@@ -135,7 +135,7 @@ class _PlaneNames:
         self.op_codes = np.empty(n, np.int32) if on_device else self.codes
         self.want = np.zeros(n, bool)
         self.launch = np.zeros(n, bool)
-        self.memory = np.zeros(n, bool)  # memory events: their stats are read apart (xplane/memory.py)
+        self.memory = np.zeros(n, bool)  # memory events: their stats are read apart (read/memory_events.py)
         self.alloc = np.zeros(n, bool)
         for i, k in enumerate(self.keys.tolist()):
             md = meta[k]

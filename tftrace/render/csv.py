@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from tftrace.tables import TABLES  # noqa: F401 - the tables this renderer can write
+from tftrace.model.tables import TABLES  # noqa: F401 - the tables this renderer can write
 
 
 def render_csv(report, table: str = "ops", **_options) -> str:

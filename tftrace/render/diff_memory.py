@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from tftrace.memory_report import size
+from tftrace.model.memory import size
 from tftrace.render.fmt import pct
 from tftrace.render.html_charts import esc
 

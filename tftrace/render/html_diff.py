@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tftrace import __version__
+from tftrace.model.version import VERSION
 from tftrace.render.fmt import PART_LABELS, ms, pct
 from tftrace.render.html_charts import PART_COLORS, esc
 from tftrace.render.html_diff_charts import (FASTER, SIDE_COLORS, SLOWER, breakdown_chart, delta_chart,
@@ -43,7 +43,7 @@ def _body(diff) -> str:
     return ('<header class="top"><div class="wrap"><span class="brand">tftrace</span>'
             '<span class="sub">diff · baseline vs candidate</span></div></header>\n'
             '<main class="wrap">\n' + "\n".join(s for s in sections if s) + "\n</main>\n"
-            f'<footer class="wrap">tftrace {esc(__version__)} · diff schema {int(diff.schema_version)}</footer>')
+            f'<footer class="wrap">tftrace {esc(VERSION)} · diff schema {int(diff.schema_version)}</footer>')
 
 
 def _headline(diff) -> str:

@@ -3,7 +3,7 @@ step boundaries, the peak marked), the allocator table, what holds the peak, and
 
 from __future__ import annotations
 
-from tftrace.memory_report import size
+from tftrace.model.memory import size
 from tftrace.render.fmt import ms, pct
 from tftrace.render.html_charts import esc
 

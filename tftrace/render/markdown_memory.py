@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tftrace.memory_report import size
+from tftrace.model.memory import size
 from tftrace.render.fmt import ms, pct
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.markup import escape
 
-from tftrace.memory_report import size
+from tftrace.model.memory import size
 from tftrace.render.fmt import ms, pct
 from tftrace.render.wrap import labelled
 

@@ -2,27 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from tftrace.report import Fact
+from tftrace.model.finding import Fact, Finding  # noqa: F401 - the detectors' names for them
 
 MIN_SHARE = 0.03  # below 3% of step time nothing is worth a user's attention (XProf's "all others" bar)
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One cause of lost time. `share` is of wall time (steps and the gaps between them);
-    `part` is the breakdown part it explains (input, compute, host_overhead, idle, or "" for
-    views across parts such as a layer); `step_if_removed_ps` is the mean step (with its gap)
-    once the cause's own fix is applied, as the detector that knows that fix models it."""
-
-    kind: str
-    title: str
-    share: float
-    facts: tuple[Fact, ...]
-    fix: str
-    step_if_removed_ps: int
-    part: str = ""
 
 
 def ms(ps: float) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
-from tftrace.names import CALLBACK_MARK as PREFIX
+from tftrace.model.names import CALLBACK_MARK as PREFIX
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def label(h: Hook) -> str:
 def detect(ctx: Context) -> list[Finding]:
     """Callbacks that cost time on every step (spikes on a few steps are stalls, see stalls.py)."""
     out = []
-    for h in ctx.hooks:
+    for h in ctx.once(hooks):
         share = h.steady_ps / ctx.wall_ps
         if share <= 0:
             continue

@@ -8,16 +8,18 @@ from functools import cached_property
 import numpy as np
 
 from tftrace.analysis.breakdown import Timeline
+from tftrace.analysis.hosts import HostView
 from tftrace.analysis.ops import OpEntry, OpStats
 from tftrace.analysis.overhead import Overhead
 from tftrace.analysis.pipeline_load import PipelineLoad
 from tftrace.analysis.steps import Steps
-from tftrace.events import Trace
-from tftrace.names import JIT_CALL
-from tftrace.report import Breakdown, InputPipeline, PythonProfile
+from tftrace.model.events import Trace
+from tftrace.model.memory import AllocatorRow
+from tftrace.model.names import JIT_CALL
+from tftrace.model.report import Breakdown, InputPipeline, PythonProfile
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)  # built by keyword: fields are many, and added
 class Context:
     """The run as the detectors see it. `loop` is who drives the steps: `keras` (fit or
     evaluate, Keras' own loop and callbacks), `predict` (predict or model calls, often in the
@@ -35,9 +37,11 @@ class Context:
     eager: bool
     loop: str
     python: PythonProfile | None = None
-    straggler: tuple | None = None  # (share, kind, title, evidence, fix) from analysis.hosts
+    hosts: tuple[HostView, ...] = ()  # every host's steps and parts, in a run of several (analysis.hosts)
     load: PipelineLoad | None = None  # the input pipeline's work during the steps, on the host
     paced: str = ""  # why the input pipeline sets the step time, "" if it does not (analysis.verdict.paced)
+    bound: str = "unknown"  # the verdict's
+    memory: tuple[AllocatorRow, ...] = ()  # every allocator of the run, largest peak first
 
     @property
     def n(self) -> int:
@@ -68,17 +72,13 @@ class Context:
         codes = [c for c, name in enumerate(self.trace.names) if predicate(name)]
         return np.flatnonzero(self.trace.named(codes)) if codes else np.zeros(0, np.int64)
 
-    @cached_property
-    def calls(self):
-        """The main thread's tf.function calls and what each cost (see calls.py), made once."""
-        from tftrace.analysis.findings.calls import function_calls
-        return function_calls(self)
-
-    @cached_property
-    def hooks(self):
-        """Each marked callback hook's time per step (see callbacks.py), made once."""
-        from tftrace.analysis.findings.callbacks import hooks
-        return hooks(self)
+    def once(self, make):
+        """`make(self)`, made once for this Context: what several detectors share (the main
+        thread's calls, calls.function_calls; the callback hooks, callbacks.hooks)."""
+        made = self.__dict__.setdefault("_made", {})  # frozen: kept beside the fields, as cached_property does
+        if make not in made:
+            made[make] = make(self)
+        return made[make]
 
     @cached_property
     def jax(self) -> bool:

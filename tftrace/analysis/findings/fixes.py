@@ -1,5 +1,6 @@
 """The fix for each cause, per loop (keras: fit/evaluate; custom: your training loop; predict),
-in one place so that no two causes ever share a paragraph."""
+in one place so that no two causes ever share a paragraph. A straggler's fix depends on the part
+of its step that makes it slow, not on the loop; memory findings' on what holds the memory."""
 
 from __future__ import annotations
 
@@ -132,6 +133,43 @@ _FIXES = {
         "any": ("The host cannot keep the device fed: run the step as one compiled function (`jit_compile=True`), "
                 "raise `steps_per_execution`, prefetch to the device, and move per-step Python (logging, .numpy(), "
                 "metrics) off the step's path."),
+    },
+    "straggler": {  # by the part of the straggler's step that makes it slow
+        "input": "Its input pipeline is slower than the others': check its data source and disk or network, give its "
+                 "tf.data pipeline more parallelism (`num_parallel_calls`, `prefetch`), and shard the data evenly.",
+        "compute": "It computes more or on slower hardware: check for uneven shards (batch size per worker), a "
+                   "slower or shared machine, or a device running other work.",
+        "collectives": "It waits longest in collectives: a peer or the network is slow; check the interconnect and "
+                       "the other hosts' steps.",
+        "host_overhead": "Its host does more per step (Python, logging, launches) or is shared with other "
+                         "processes: check its CPU load and per-step Python work.",
+        "idle": "It spends longer between steps (callbacks, checkpointing, logging on this host only?): move that "
+                "work off the step path or to one chief worker.",
+    },
+    # Memory findings, by what holds the memory at the peak; a headroom's by the call (train: the
+    # learning rate scales with the batch).
+    "near_capacity": {
+        "activations": ("activations kept for the backward pass hold the most: lower `batch_size` (they scale with it), "
+                        "train in mixed precision (`keras.mixed_precision.set_global_policy('mixed_float16')` halves "
+                        "them), or recompute them in the backward pass (`tf.recompute_grad`) instead of keeping them"),
+        "long_lived": ("long-lived tensors hold the most (weights and optimizer slots, allocated before the window "
+                       "where the trace cannot name them): use a smaller layer{layer}, mixed precision, or an optimizer "
+                       "with fewer slots (Adam keeps two per weight, SGD with momentum one)"),
+        "any": ("lower `batch_size`, train in mixed precision (`keras.mixed_precision.set_global_policy('mixed_float16')`), "
+                "or shrink the largest tensors listed"),
+    },
+    "fragmentation": {
+        "any": ("free memory is split into pieces too small for the largest tensors, so an allocation can fail with "
+                "room to spare; on GPUs try `TF_GPU_ALLOCATOR=cuda_malloc_async`, or keep tensor sizes steady across "
+                "steps (fixed shapes, `drop_remainder=True` in `batch`)"),
+    },
+    "headroom": {
+        "any": ("steps are bound by per-step host overhead, which a larger batch pays once for more samples: raise "
+                "`batch_size` up to about {shown} (activations and gradients grow with it, the rest does not; "
+                "{fill} of capacity planned)"),
+        "train": ("steps are bound by per-step host overhead, which a larger batch pays once for more samples: raise "
+                  "`batch_size` up to about {shown} (activations and gradients grow with it, the rest does not; "
+                  "{fill} of capacity planned), and scale the learning rate with it"),
     },
     "h2d": {
         "any": ("Prefetch to the device (`tf.data.experimental.prefetch_to_device` or a distribution strategy's "

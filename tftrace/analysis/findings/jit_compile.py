@@ -11,7 +11,7 @@ from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.findings.op_by_op import jit_calls
-from tftrace.names import jit_function
+from tftrace.model.names import jit_function
 
 _COMPILES = ("backend_compile_and_load", "backend_compile")  # JAX's own TraceMe around XLA's compile
 MIN_COMPILING = 2  # steps that compile: one is a warm-up, two a pattern

@@ -12,7 +12,7 @@ from tftrace.analysis.findings.fixes import fix_for, pipeline_fix
 from tftrace.analysis.findings.where import hottest_fact
 from tftrace.analysis.pipeline_load import cores as load_cores
 from tftrace.analysis.verdict import HIGHLY_INPUT
-from tftrace.report import InputPipeline
+from tftrace.model.report import InputPipeline
 
 _OP = " (op in tf.data)"
 _READ = ("TFRecord", "TextLine", "FixedLengthRecord", "ReadFile", "SSTable", "ParallelInterleave", "Interleave",

@@ -7,7 +7,7 @@ from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.findings.op_by_op import jit_calls
-from tftrace.report import FlameNode
+from tftrace.model.report import FlameNode
 
 MIN_SHARE = 0.2  # of wall time: less is left to the generic findings
 CHAIN = 0.8  # a callee holding this much of its caller's time is where the time goes, not the caller

@@ -6,27 +6,27 @@ Each named cause claims the time it explains in a part of the breakdown; the gen
 
 from __future__ import annotations
 
-from tftrace.analysis.findings import (callbacks, compute, eager, gaps, jit_compile, keras_calls, op_by_op, per_call, pipeline, precision,
-                                       python_function, recompile, regions, remainder, retracing, small_steps, stalls,
-                                       step_python)
+from tftrace.analysis.findings import (callbacks, compute, eager, gaps, jit_compile, keras_calls, memory_room, op_by_op,
+                                       per_call, pipeline, precision, python_function, recompile, regions, remainder,
+                                       retracing, small_steps, stalls, step_python, straggler)
 from tftrace.analysis.findings.base import MIN_SHARE, Finding, evidence_text
 from tftrace.analysis.findings.context import Context
-from tftrace.report import Bottleneck
+from tftrace.model.memory import MemoryFinding
+from tftrace.model.report import Bottleneck
 
 # Causes named from what the trace holds; each is independent of the others.
-CAUSES = (per_call.detect, keras_calls.detect, retracing.detect, recompile.detect, jit_compile.detect, eager.detect, op_by_op.detect, precision.detect, callbacks.detect, stalls.detect,
+CAUSES = (straggler.detect, per_call.detect, keras_calls.detect, retracing.detect, recompile.detect, jit_compile.detect, eager.detect, op_by_op.detect, precision.detect, callbacks.detect, stalls.detect,
           regions.detect, step_python.detect, pipeline.detect, compute.detect)
 # Findings about the time the causes above left unexplained, in order: (detect, part it takes from).
 LEFTOVERS = ((python_function.detect, "host_overhead idle"), (small_steps.detect, "host_overhead idle"), (gaps.detect, "idle"), (remainder.detect, "host_overhead"))
+# Findings about an allocator's memory, not step time: the report lists them with its memory.
+MEMORY = (memory_room.detect,)
 
 
 def diagnose(ctx: Context) -> tuple[Bottleneck, ...]:
     found: list[Finding] = []
     if ctx.wall_ps <= 0:  # no time measured: no share of it to give
         return ()
-    if ctx.straggler:
-        share, kind, title, evidence, fix = ctx.straggler
-        found.append(Finding(kind, title, share, (), fix, ctx.projected(share * ctx.wall_ps)))
     for detect in CAUSES:
         found += detect(ctx)
     for detect, part in LEFTOVERS:
@@ -34,9 +34,14 @@ def diagnose(ctx: Context) -> tuple[Bottleneck, ...]:
     found = [f for f in found if f.share >= MIN_SHARE]
     found.sort(key=lambda f: (-f.share, f.kind, f.title))
     step = round(ctx.per_step_ps)
-    return tuple(Bottleneck(i, f.kind, f.title, round(f.share, 4),
-                            ctx.straggler[3] if f.kind == "straggler" else evidence_text(f.facts), f.fix,
+    return tuple(Bottleneck(i, f.kind, f.title, round(f.share, 4), f.evidence or evidence_text(f.facts), f.fix,
                             f.step_if_removed_ps, step, f.facts) for i, f in enumerate(found, 1))
+
+
+def memory_findings(ctx: Context) -> tuple[MemoryFinding, ...]:
+    """The memory detectors' findings, in the order found, as the report's memory part lists them."""
+    return tuple(MemoryFinding(f.kind, f.subject, f.title, f.evidence or evidence_text(f.facts), f.fix, f.facts)
+                 for detect in MEMORY for f in detect(ctx))
 
 
 def _explained(ctx: Context, found: list[Finding], part: str) -> float:

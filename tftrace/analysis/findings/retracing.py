@@ -9,7 +9,7 @@ import re
 import numpy as np
 
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact
-from tftrace.analysis.findings.calls import Calls
+from tftrace.analysis.findings.calls import Calls, function_calls
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 
@@ -17,7 +17,7 @@ _CONCRETE = re.compile(r"EagerLocalExecute: __inference_(.+)_\d+\Z")
 
 
 def detect(ctx: Context) -> list[Finding]:
-    return traced_findings(ctx, ctx.calls, xla=False)
+    return traced_findings(ctx, ctx.once(function_calls), xla=False)
 
 
 def traced_findings(ctx: Context, calls: Calls, xla: bool) -> list[Finding]:

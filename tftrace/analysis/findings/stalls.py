@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 
 from tftrace.analysis.findings.base import Finding, fact, ms_fact
+from tftrace.analysis.findings.callbacks import hooks
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.overhead import ITERATOR_BUILDS
@@ -44,7 +45,7 @@ def _what_runs(ctx: Context, slow: np.ndarray):
     """Evidence of what the slow steps do that the others do not, the cause in words, and the
     fix's key and names."""
     facts = []
-    spiky = sorted(((h.per_step[slow].sum() - np.median(h.per_step) * len(slow), h) for h in ctx.hooks),
+    spiky = sorted(((h.per_step[slow].sum() - np.median(h.per_step) * len(slow), h) for h in ctx.once(hooks)),
                    key=lambda kv: -kv[0])
     if spiky and spiky[0][0] > 0:
         extra, h = spiky[0]

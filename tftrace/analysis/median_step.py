@@ -7,13 +7,12 @@ the next step's start, so the idle gap after the step is part of it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tftrace.analysis.classify import classify
 from tftrace.analysis.intervals import merge
-from tftrace.events import Trace
+from tftrace.model.events import Trace
+from tftrace.model.step_view import Lane, Span, StepView, ViewEvent
 
 MAX_LANES = 16  # the busiest threads and streams; the rest are counted, not drawn
 MAX_DEPTH = 4  # nesting levels drawn per lane; deeper events sit inside the ones drawn
@@ -24,51 +23,6 @@ RESOLUTION = 400  # events shorter than 1/RESOLUTION of the view (about 2 px) ar
 MAX_MARKS = 60  # input waits and idle gaps each, longest first
 IDLE_MIN = 200  # an idle gap is at least 1/IDLE_MIN of the view
 _ROLE_ORDER = {"python": 0, "compute": 1, "data": 2, "other": 3, "device_ops": 4}
-
-
-@dataclass(frozen=True)
-class ViewEvent:
-    """A box on a lane: one event, or `count` tiny neighbouring events merged (then named after
-    the longest of them). Names are kept once per view: `name_id` indexes StepView.names."""
-
-    start_ps: int
-    dur_ps: int
-    depth: int
-    name_id: int
-    count: int = 1
-
-
-@dataclass(frozen=True)
-class Lane:
-    """A host thread or device stream that did work in the view."""
-
-    name: str
-    plane: str
-    role: str  # python | compute | data | other | device_ops
-    busy_ps: int  # time covered by its outermost events
-    events: tuple[ViewEvent, ...] = ()
-    hidden: int = 0  # events not drawn: nested deeper than MAX_DEPTH, or short ones beyond its quota
-
-
-@dataclass(frozen=True)
-class Span:
-    start_ps: int
-    dur_ps: int
-
-
-@dataclass(frozen=True)
-class StepView:
-    number: int = -1
-    dur_ps: int = 0  # the step
-    view_ps: int = 0  # the step plus the idle gap after it
-    lanes: tuple[Lane, ...] = ()
-    input_waits: tuple[Span, ...] = ()  # waiting for input data (IteratorGetNext, host-to-device copies)
-    idle: tuple[Span, ...] = ()  # no thread or stream recorded anything
-    hidden_lanes: int = 0
-    note: str = ""  # which step this is and what was left out
-    names: tuple[str, ...] = ()  # event names, by ViewEvent.name_id
-    categories: tuple[str, ...] = ()  # each name's op category, or input, python, framework (runtime,
-    # tf.function calls, step markers)
 
 
 def step_view(trace: Trace, starts, durs, idle_before, numbers, is_input: np.ndarray) -> StepView:

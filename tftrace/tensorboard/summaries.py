@@ -1,25 +1,17 @@
-"""Write tftrace's results into a logdir as a TensorBoard run, and start TensorBoard on it."""
+"""Write tftrace's results into a logdir as a TensorBoard run: the report as text, step times as scalars."""
 
 from __future__ import annotations
 
-import contextlib
-import importlib.metadata
-import importlib.util
 import io
 import os
-import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
 import types
 
-from tftrace.errors import TftraceError
+from tftrace.model.errors import TftraceError
 
 RUN_DIR = "tftrace"  # the TensorBoard run beside the profiled ones: <logdir>/tftrace/
 TEXT_TAG = "tftrace/report"
-TAB = "tftrace"  # the tab's plugin name, tftrace.tb_plugin.plugin.PLUGIN_NAME (importing it would import TensorBoard)
 # (tag suffix, StepRow field, what it measures): one scalar series per part of the step time.
 STEP_SCALARS = (("step_time_ms", "dur_ps", "Step time"), ("input_ms", "input_ps", "Time waiting for input"),
                 ("compute_ms", "compute_ps", "Compute time"),
@@ -110,13 +102,13 @@ def encode_events(report, wall_time: float) -> bytes:
 def summary_dir(logdir: str) -> str:
     """<logdir>/tftrace; given a run folder (.../plugins/profile/<run>), the TensorBoard run that
     holds it, so nothing is ever added inside a profiled run's folder."""
-    from tftrace.read import storage
-    sep = "/" if storage.is_url(logdir) else os.sep
+    from tftrace import api
+    sep = "/" if api.is_url(logdir) else os.sep
     parts = (logdir.rstrip("/") if sep == "/" else os.path.abspath(logdir)).split(sep)
     for i in range(len(parts) - 2, 0, -1):
         if parts[i:i + 2] == ["plugins", "profile"]:
-            return storage.join(sep.join(parts[:i]) or sep, RUN_DIR)
-    return storage.join(logdir, RUN_DIR)
+            return api.join(sep.join(parts[:i]) or sep, RUN_DIR)
+    return api.join(logdir, RUN_DIR)
 
 
 def is_own_event_file(name: str) -> bool:
@@ -129,8 +121,8 @@ def write_report(logdir: str, report) -> str:
     wall_time = time.time()
     data = encode_events(report, wall_time)
     where = summary_dir(logdir)
-    from tftrace.read import storage
-    if storage.is_url(where):
+    from tftrace import api
+    if api.is_url(where):
         return _write_remote(where, data, wall_time)
     try:
         os.makedirs(where, exist_ok=True)
@@ -148,14 +140,14 @@ def _event_file_name(wall_time: float) -> str:
 def _write_remote(where: str, data: bytes, wall_time: float) -> str:
     """The event file as one object (a store replaces an object whole: no temporary name needed),
     then the older ones tftrace wrote removed."""
-    from tftrace.errors import TraceReadError
-    from tftrace.read import storage
+    from tftrace.model.errors import TraceReadError
+    from tftrace import api
     name = _event_file_name(wall_time)
     try:
-        storage.write_bytes(storage.join(where, name), data)
-        for old in storage.listdir(where):
+        api.write_bytes(api.join(where, name), data)
+        for old in api.listdir(where):
             if is_own_event_file(old) and old != name:
-                storage.remove(storage.join(where, old))
+                api.remove(api.join(where, old))
     except TraceReadError as e:
         raise TensorBoardError(f"cannot write TensorBoard summaries: {e}") from None
     return where
@@ -183,59 +175,3 @@ def _remove_older(folder: str, keep: str) -> None:
         path = os.path.join(folder, name)
         if is_own_event_file(name) and path != keep and os.path.isfile(path):
             os.remove(path)
-
-
-# --- serving ----------------------------------------------------------------------------------
-
-def serve_command(logdir: str, port: int) -> list[str]:
-    """TensorBoard with every installed plugin, tftrace's tab among them (see tftrace.tb_plugin.main)."""
-    return [sys.executable, "-m", "tftrace.tb_plugin.main", "--logdir", logdir, "--host", "127.0.0.1",
-            "--port", str(port)]
-
-
-def tab_url(port: int) -> str:
-    """TensorBoard opened on tftrace's tab."""
-    return f"http://127.0.0.1:{port}/#{TAB}"
-
-
-def serve(logdir: str, port: int) -> None:
-    """Run TensorBoard on 127.0.0.1:<port> in the foreground until it stops (Ctrl+C)."""
-    if importlib.util.find_spec("tensorboard") is None:
-        raise TensorBoardError("TensorBoard is not installed: pip install tensorboard tensorboard-plugin-profile")
-    print(f"tftrace: TensorBoard on {logdir}: open {tab_url(port)} (Ctrl+C to stop)", file=sys.stderr, flush=True)
-    if not importlib.metadata.entry_points(group="tensorboard_plugins", name="profile"):
-        print("tftrace: note: the Profile tab needs the profile plugin (pip install tensorboard-plugin-profile)",
-              file=sys.stderr, flush=True)
-    proc = subprocess.Popen(serve_command(logdir, port))
-    try:
-        with _exit_on_sigterm():
-            code = proc.wait()
-    finally:
-        _stop(proc)  # never leave a server behind when tftrace itself is stopped
-    if code > 0:  # negative: stopped by a signal, as Ctrl+C does
-        raise TensorBoardError(f"TensorBoard exited with code {code} (see its message above; "
-                               f"if port {port} is taken, choose another with --port)")
-
-
-@contextlib.contextmanager
-def _exit_on_sigterm():
-    """SIGTERM would end tftrace without cleanup and orphan the server: turn it into SystemExit."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread may set signal handlers
-        return
-    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()

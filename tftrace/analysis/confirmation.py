@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from tftrace.report import Experiment, StepsSummary, Verdict
+from tftrace.model.report import Experiment, StepsSummary, Verdict
 
 INPUT_SHARE = 0.20  # input explains this share of the step: input-bound (XProf's "highly" bar)
 STEP_SHARE = 0.50  # the step alone takes at least half the measured step: its own ops lead

@@ -1,4 +1,4 @@
-"""TensorBoard with tftrace's tab: `python -m tftrace.tb_plugin.main --logdir L` (what `tftrace tensorboard` runs)."""
+"""TensorBoard with tftrace's tab: `python -m tftrace.tensorboard.main --logdir L` (what `tftrace tensorboard` runs)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ def plugins() -> list:
     brings the tab through its entry point already; a checkout run from source (PYTHONPATH) does not."""
     from tensorboard import default
 
-    from tftrace.tb_plugin.plugin import PLUGIN_NAME, TftracePlugin
+    from tftrace.tensorboard.plugin import PLUGIN_NAME, TftracePlugin
     found = default.get_plugins()
     if not any(getattr(p, "plugin_name", None) == PLUGIN_NAME for p in found):
         found.append(TftracePlugin)

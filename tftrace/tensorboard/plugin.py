@@ -10,10 +10,10 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from tftrace.errors import TraceReadError
-from tftrace.tb_plugin.pages import message_page
-from tftrace.tb_plugin.results import Results
-from tftrace.tb_plugin.sessions import BadRunName, UnknownRun, find_sessions, has_sessions, lookup
+from tftrace.model.errors import TraceReadError
+from tftrace.tensorboard.pages import message_page
+from tftrace.tensorboard.results import Results
+from tftrace.tensorboard.sessions import BadRunName, UnknownRun, find_sessions, has_sessions, lookup
 
 PLUGIN_NAME = "tftrace"
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tftrace.analysis.classify import is_gradient_type
-from tftrace.events import Trace
+from tftrace.model.events import Trace
 
 # The op that opens each layer kind's work when Keras 3 runs it eagerly; layers absent here run
 # no op at inference (Dropout, InputLayer, noise layers) or have no reliable opening op.

@@ -11,7 +11,7 @@ from typing import Annotated, Literal, Optional
 import typer
 
 from tftrace.render import DIFF_FORMATS, FORMATS
-from tftrace.tables import TABLES
+from tftrace.model.tables import TABLES
 
 # Literal choices: typer checks them and lists them in --help, with no Enum to convert back.
 Format = Literal[FORMATS]
@@ -51,8 +51,8 @@ def _command(name: str, help: str):
 
 def _version(value: bool) -> None:
     if value:
-        from tftrace import __version__
-        print(__version__)
+        from tftrace.model.version import VERSION
+        print(VERSION)
         raise typer.Exit()
 
 
@@ -176,7 +176,7 @@ def _tensorboard(
     logdir: Annotated[str, typer.Argument(metavar="LOGDIR", help="The logdir to show.", show_default=False)],
     port: Annotated[int, typer.Option("--port", min=1, metavar="PORT", help="Port on 127.0.0.1.")] = 6006,
 ) -> int:
-    from tftrace.tensorboard import serve
+    from tftrace.tensorboard.serve import serve
     if not os.path.isdir(logdir):
         raise CommandError(f"{logdir}: no such folder")
     serve(logdir, port)
@@ -185,8 +185,8 @@ def _tensorboard(
 
 def _is_folder(path: str) -> bool:
     """A local folder, or a folder in cloud storage (already read: it exists)."""
-    from tftrace.read import storage
-    return storage.isdir(path)
+    from tftrace.api import is_folder
+    return is_folder(path)
 
 
 def _write(text: str, output: Optional[str]) -> None:
@@ -194,7 +194,7 @@ def _write(text: str, output: Optional[str]) -> None:
         sys.stdout.write(text)
         return
     from tftrace.atomic import write_text
-    from tftrace.read.logdir import is_trace_file
+    from tftrace.api import is_trace_file
     if is_trace_file(output):
         raise CommandError(f"{output}: refusing to overwrite a trace file; choose another --output")
     try:
@@ -246,8 +246,8 @@ def _progress():
 
 def _write_tensorboard(logdir: str, report) -> None:
     """Summaries beside the profiled runs; a failure here never hides the report just printed."""
-    from tftrace.errors import TftraceError
-    from tftrace.tensorboard import write_report
+    from tftrace.model.errors import TftraceError
+    from tftrace.tensorboard.summaries import write_report
     try:
         where = write_report(logdir, report)
     except (TftraceError, OSError) as e:
@@ -265,8 +265,8 @@ def _usage_error(e) -> str:
 
 def run(argv: Optional[list] = None) -> int:
     """Run one command; returns its exit code (0 fine, 1 speed gate failed, 2 bad input)."""
-    from tftrace.cli_values import install
-    from tftrace.errors import TftraceError
+    from tftrace.cli.values import install
+    from tftrace.model.errors import TftraceError
     command = typer.main.get_command(app)
     install(command)  # typer would import pydantic to convert the values: 0.1 s
     try:

@@ -4,7 +4,10 @@ it, per-step peaks and a thinned in-use timeline.
 The allocator records its own counters with every event (bytes_reserved, bytes_allocated,
 bytes_available, peak_bytes_in_use); the peak is the largest reserved + allocated over the
 window's events, as XProf's memory_profile computes its in-window peak, and capacity is in use
-plus available at that event, as XProf's memoryCapacity.
+plus available at that event, as XProf's memoryCapacity. The lifetime peak is the allocator's own
+peak counter (peak_bytes_in_use) on its last memory event in the order XProf reads them, line by
+line and each line's events in order, as XProf's peakBytesUsageLifetime: the counter some
+allocators keep (TPU's) counts the heap alone, so it may lie below the in-window peak.
 """
 
 from __future__ import annotations
@@ -12,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from tftrace.analysis.memory_held import held_at
-from tftrace.events import Columns, Trace
-from tftrace.memory_report import AllocatorRow, MemoryPoint, StepPeak
+from tftrace.model.events import Columns, Trace
+from tftrace.model.memory import AllocatorRow, MemoryPoint, StepPeak
 
 TIMELINE_POINTS = 200  # enough for a chart's width; each point is the largest of its stretch
 
@@ -33,6 +36,9 @@ def allocators(trace: Trace, starts, ends, numbers, layer_of: dict, top: int = 1
 
 
 def _allocator(mem: Columns, rows: np.ndarray, name: str, host: str, steps, layer_of: dict, top: int) -> AllocatorRow:
+    # The memory table holds a trace's events line by line, in each line's order: the last of
+    # `rows` before sorting by time is the last event XProf reads (an absent counter reads 0).
+    lifetime = max(int(mem["peak_bytes_in_use"][rows[-1]]), 0)
     rows = rows[np.argsort(mem["time_ps"][rows], kind="stable")]
     ev = mem.take(rows)
     in_use = _in_use(ev)
@@ -45,7 +51,7 @@ def _allocator(mem: Columns, rows: np.ndarray, name: str, host: str, steps, laye
         name=name, host=host, peak_bytes=peak, capacity_bytes=capacity,
         peak_share=round(peak / capacity, 6) if capacity else 0.0, peak_at_ps=int(time[k]),
         peak_step=_step_of(int(time[k]), steps), peak_op=str(ev["tf_op"][k]),
-        lifetime_peak_bytes=int(max(ev["peak_bytes_in_use"].max(), peak)),
+        lifetime_peak_bytes=lifetime,
         fragmentation=round(float(ev["fragmentation"][k]), 6), events=len(rows),
         at_peak=held_at(ev, k, peak, layer_of, top), steps=_step_peaks(time, in_use, steps),
         timeline=_timeline(time, in_use, k))

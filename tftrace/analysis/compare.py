@@ -7,10 +7,10 @@ import re
 
 from tftrace.analysis.classify import LOSS_SCOPES, METRIC_SCOPES, OPTIMIZER_SCOPES, UNIQUE_SUFFIX
 from tftrace.analysis.gate import speed_gate
-from tftrace.analysis.stats import compare_steps
+from tftrace.analysis.significance import compare_steps
 from tftrace.analysis.memory_diff import memory_deltas
-from tftrace.diff_report import DiffReport, ExperimentDelta, HostDelta, PartDelta, RowDelta, StepTime, StepTimeDelta
-from tftrace.report import PARTS, RunReport
+from tftrace.model.diff_report import DiffReport, ExperimentDelta, HostDelta, PartDelta, RowDelta, StepTime, StepTimeDelta
+from tftrace.model.report import PARTS, RunReport
 
 _WRAPPERS = re.compile(r"(StatefulPartitionedCall|PartitionedCall|replica_\d+)(_\d+)?\Z")
 _SUFFIX = UNIQUE_SUFFIX

@@ -5,13 +5,15 @@ from __future__ import annotations
 import collections
 import threading
 
-from tftrace import __version__
-from tftrace.errors import TftraceError
-from tftrace.tb_plugin.pages import message_page, writing_page
-from tftrace.tb_plugin.sessions import Session, as_run, fingerprint, still_writing
+from tftrace import api
+from tftrace.model.errors import TftraceError
+from tftrace.model.report import DEFAULT_TOP, Report, RunReport, failed_run
+from tftrace.model.version import VERSION
+from tftrace.tensorboard.pages import message_page, writing_page
+from tftrace.tensorboard.sessions import Session, as_run, fingerprint, still_writing
 
 KEEP = 8  # analyses kept: a report page or an analysed run each; the oldest used goes first
-DIFF_TOP = 20  # as `tftrace diff`
+DIFF_TOP = api.DIFF_TOP  # as `tftrace diff`
 
 
 class Results:
@@ -43,13 +45,12 @@ class Results:
             return 422, message_page("No diff", str(e))
 
     def _diff_html(self, a: Session, b: Session) -> str:
-        from tftrace.analysis.diff import diff_runs
         from tftrace.render.html_diff import render_diff_html
         base, cand = (self._cached(("run", s.path, fingerprint(s)), lambda s=s: _analysed(s)) for s in (a, b))
         for side, run in (("baseline", base), ("candidate", cand)):
             if run.error:
                 raise TftraceError(f"the {side} {run.name} could not be read: {run.error}")
-        return render_diff_html(diff_runs(base, cand, a.name, b.name, DIFF_TOP))
+        return render_diff_html(api.compare(base, cand, a.name, b.name, DIFF_TOP))
 
     def _cached(self, key: tuple, make):
         with self._lock:
@@ -63,18 +64,16 @@ class Results:
             return value
 
 
-def _analysed(session: Session, top: int | None = None):
-    """The run's report entry; a run that cannot be read becomes an entry carrying its error."""
-    from tftrace.analysis.run import analyze_trace, failed_run
-    from tftrace.read.loader import load_run
+def _analysed(session: Session, top: int | None = None) -> RunReport:
+    """The run's report entry, its hosts mapped and reduced as `tftrace analyze` does; a run that
+    cannot be read becomes an entry carrying its error."""
     try:
-        return analyze_trace(load_run(as_run(session)), session.name, top)
+        run = as_run(session)
     except TftraceError as e:
         return failed_run(session.path, session.name, str(e))
+    return api.analyze_run(run, top)
 
 
 def _report_html(session: Session) -> str:
-    from tftrace.analysis.run import DEFAULT_TOP
     from tftrace.render.html import render_html
-    from tftrace.report import Report
-    return render_html(Report((_analysed(session, DEFAULT_TOP),), __version__))
+    return render_html(Report((_analysed(session, DEFAULT_TOP),), VERSION))

@@ -7,14 +7,16 @@ import types
 import typing
 from dataclasses import dataclass
 
-from tftrace.analysis.ops import CategoryRow, LayerRow, OpRow
-from tftrace.analysis.step_view import StepView
-from tftrace.errors import ReportError
-from tftrace.facts import Fact  # noqa: F401 - report.Fact is the name the findings use
-from tftrace.memory_report import Memory
-from tftrace.tables import TABLES  # noqa: F401 - report.TABLES names them too
+from tftrace.model.display import HtmlDisplay
+from tftrace.model.errors import ReportError
+from tftrace.model.finding import Fact
+from tftrace.model.memory import Memory
+from tftrace.model.step_view import StepView
+from tftrace.model.tables import TABLES
 
 SCHEMA_VERSION = 1
+DEFAULT_TOP = 15  # ops, layers, categories and Python rows a report lists unless asked for more
+SIDES = ("all", "host", "device")  # which ops the op table lists
 BOUNDS = ("input", "compute", "host_overhead", "idle", "unknown")
 PARTS = ("input", "compute", "host_overhead", "idle")
 
@@ -100,6 +102,35 @@ class Bottleneck:
     step_if_removed_ps: int = 0  # projected mean step time (with the gap after it) without this time
     step_ps: int = 0  # the mean step time (with the gap after it) it is projected from
     facts: tuple[Fact, ...] = ()  # the evidence item by item (`evidence` is them in one line)
+
+
+@dataclass(frozen=True)
+class OpRow:
+    name: str
+    type: str
+    category: str
+    layer: str
+    phase: str
+    device: str  # "host", or the device kind ("GPU", "TPU") whose planes ran it
+    count: int
+    self_ps: int
+    share: float  # of all op self time, host and device together (OpStats.total_ps)
+    eager: bool = False
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    layer: str
+    self_ps: int
+    share: float
+    params: int = -1  # trainable + non-trainable parameters, when the sidecar knows them
+
+
+@dataclass(frozen=True)
+class CategoryRow:
+    category: str
+    self_ps: int
+    share: float
 
 
 @dataclass(frozen=True)
@@ -213,18 +244,13 @@ class RunReport:
 
 
 @dataclass(frozen=True)
-class Report:
+class Report(HtmlDisplay):
     runs: tuple[RunReport, ...]
     tftrace_version: str = ""
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict:
         return _to_json(self)
-
-    def _repr_html_(self) -> str:
-        """Jupyter shows the report as the HTML report, scoped so it leaves the notebook's styles alone."""
-        from tftrace.render.html import render_html_fragment
-        return render_html_fragment(self)
 
     def rows(self, table: str) -> tuple[list[str], list[list]]:
         """Header and rows of one table (see TABLES) across runs, with a `run` column; times
@@ -262,6 +288,11 @@ class Report:
             return _from_json(cls, data)
         except (TypeError, ValueError, KeyError) as e:
             raise ReportError(f"malformed tftrace report ({e})") from None
+
+
+def failed_run(path: str, name: str, error: str) -> RunReport:
+    """The report entry of a run that could not be read."""
+    return RunReport(path=path, name=name, error=error)
 
 
 def _table_items(run: RunReport, table: str) -> tuple:

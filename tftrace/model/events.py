@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tftrace.names import Op
+from tftrace.model.names import Op
 
 # Integer stats kept as columns (-1 where an event lacks the stat): the ones step detection needs,
 # and the links from device work to the host launch and the step it serves.
@@ -89,7 +89,7 @@ class Trace:
     profile_start_ns: dict = field(default_factory=dict)  # host -> Unix ns where its event times count from
     python_samples: dict | None = None  # Python stack samples saved beside the run (capture/sampler.py)
     experiment: dict | None = None  # figures an experiment saved beside the run (capture/experiment.py)
-    memory: Columns | None = None  # memory events and their allocator stats (xplane/memory.py), if any
+    memory: Columns | None = None  # memory events and their allocator stats (read/memory_events.py), if any
 
     @property
     def devices(self) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tftrace.facts import Fact
+from tftrace.model.finding import Fact
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,9 @@ class AllocatorRow:
     peak_at_ps: int  # when the peak happened
     peak_step: int  # the step it happened in; -1: outside the steps
     peak_op: str  # the op whose allocation reached the peak
-    lifetime_peak_bytes: int  # the allocator's own peak counter: since it was made, not only this window
+    # The allocator's own peak counter, since it was made, as its last event records it (XProf's
+    # peakBytesUsageLifetime); a counter of the heap alone (TPU) may lie below peak_bytes.
+    lifetime_peak_bytes: int
     fragmentation: float  # at the peak, as the allocator reports it
     events: int  # allocations and deallocations in the window
     at_peak: tuple[HeldRow, ...] = ()  # what holds the peak, largest first; adds up to peak_bytes

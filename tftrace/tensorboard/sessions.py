@@ -6,8 +6,8 @@ import os
 import time
 from dataclasses import dataclass
 
-from tftrace.errors import NoTracesError, TftraceError
-from tftrace.read.logdir import Run, find_runs
+from tftrace.model.errors import NoTracesError, TftraceError
+from tftrace.api import Run, find_runs
 
 QUIET_S = 3.0  # a trace file changed more recently than this may still be being written
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tftrace.analysis.gate import Gate
-from tftrace.report import SCHEMA_VERSION, _to_json
+from tftrace.model.display import HtmlDisplay
+from tftrace.model.report import SCHEMA_VERSION, _to_json
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,16 @@ class MemoryDelta:
 
 
 @dataclass(frozen=True)
-class DiffReport:
+class Gate:
+    """The decision of `tftrace diff --fail-if-slower PCT`; `failed` means exit code 1."""
+
+    fail_if_slower_pct: float  # the limit, in percent of the baseline's median step time
+    failed: bool
+    reason: str  # one line, for a CI log
+
+
+@dataclass(frozen=True)
+class DiffReport(HtmlDisplay):
     baseline: str
     candidate: str
     step_time: StepTimeDelta
@@ -114,8 +123,3 @@ class DiffReport:
             for row in data[table]:
                 row[key] = row[key] if key == "name" else row.pop("name")
         return data
-
-    def _repr_html_(self) -> str:
-        """Jupyter shows the diff as the HTML page, scoped so it leaves the notebook's styles alone."""
-        from tftrace.render.html_diff import render_diff_fragment
-        return render_diff_fragment(self)

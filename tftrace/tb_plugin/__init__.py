@@ -1,1 +1,0 @@
-"""tftrace's tab in TensorBoard: each profiled run's report, diffs between runs, links to the Profile tab."""
