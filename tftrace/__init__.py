@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tftrace.model.version import VERSION as __version__
 
-__all__ = ["TraceCallback", "trace", "step", "region", "confirm", "confirm_predict", "load", "analyze", "diff",
+__all__ = ["TraceCallback", "trace", "step", "region", "confirm", "confirm_predict", "load", "analyze", "explore", "diff",
            "TftraceError", "__version__"]
 
 
@@ -25,6 +25,9 @@ def __getattr__(name: str):
     if name == "analyze":
         from tftrace.api import analyze
         return analyze
+    if name == "explore":
+        from tftrace.api import explore
+        return explore
     if name == "diff":
         from tftrace.api import diff
         return diff

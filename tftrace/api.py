@@ -60,6 +60,17 @@ def diff(baseline: str, candidate: str, top: int | None = DIFF_TOP, fail_if_slow
     return compare(base, cand, baseline, candidate, top, notes, limit)
 
 
+def explore(path: str, host: str | None = None):
+    """The RunAnalysis of the single run at `path` (the first run, by name, of a logdir): its steps,
+    timeline, ops, layers, Python, memory and findings, each computed on first use and kept."""
+    from tftrace.analysis.explore import RunAnalysis
+    from tftrace.read.loader import load_run
+    runs = find_runs(path)
+    if not runs:
+        raise TraceReadError(f"{path}: no profiler run found")
+    return RunAnalysis(load_run(runs[0]), runs[0].name, host)
+
+
 def load(path: str):
     """The Trace (the event table) of the single run at `path` (the first run, by name, of a logdir)."""
     from tftrace.read.loader import load as load_trace

@@ -83,7 +83,7 @@ def combine_hosts(parts: list[HostPart], load_host, name: str, top: int | None =
 
 
 def _host_part(trace: Trace) -> tuple[HostPart, tuple, Judged]:
-    steps, work = _steps_with_device_work(trace)
+    steps, work = steps_with_device_work(trace)
     classes = event_classes(trace)
     tl = timeline(trace, steps, classes, work)
     parts = _parts(tl)
@@ -103,7 +103,7 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
     """The report from the timed (slowest) host's Trace and every host's part."""
     views = [p.view for p in parts] if len(parts) > 1 else []
     if classes is None:  # the timed host's intervals, made again: its part travelled without them
-        steps, work = _steps_with_device_work(timed)
+        steps, work = steps_with_device_work(timed)
         classes = event_classes(timed)
         tl = timeline(timed, steps, classes, work)
     else:
@@ -186,7 +186,7 @@ def _parts(tl) -> Breakdown:
     return Breakdown(*(round(tl.fraction(p), 6) for p in (tl.input, tl.compute, tl.overhead, tl.idle)))
 
 
-def _steps_with_device_work(trace: Trace) -> tuple[Steps, DeviceWork]:
+def steps_with_device_work(trace: Trace) -> tuple[Steps, DeviceWork]:
     """Steps, with the device work each launched; host-found steps run on to their last device
     event."""
     steps = find_steps(trace)
