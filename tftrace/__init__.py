@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tftrace.model.version import VERSION as __version__
 
-__all__ = ["TraceCallback", "trace", "step", "region", "confirm", "confirm_predict", "load", "analyze", "explore", "diff",
-           "TftraceError", "__version__"]
+__all__ = ["TraceCallback", "trace", "step", "region", "confirm", "confirm_predict", "load", "analyze", "explore",
+           "diff", "TftraceError", "__version__"]
 
 
 def __getattr__(name: str):

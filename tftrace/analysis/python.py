@@ -105,6 +105,8 @@ def _from_tracer(trace: Trace) -> _Sample | None:
     """Python tracer events (`$file.py:12 name`) on the main thread: each event's self time is a
     'sample' whose stack is the chain of events around it. Events of no duration hold no time
     and are left out."""
+    if not trace.has_prefix("$"):
+        return None
     codes = [c for c, n in enumerate(trace.names) if n.startswith("$")]
     if not codes:
         return None

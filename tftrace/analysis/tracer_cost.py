@@ -29,6 +29,8 @@ class TracerCost:
 def tracer_cost(trace: Trace, tl: Timeline, b: Breakdown) -> TracerCost | None:
     """The tracer's estimated cost per step, from the Python calls it recorded inside steps and
     the gaps between them; None without tracer events or when it is small."""
+    if not trace.has_prefix("$"):
+        return None
     codes = [c for c, n in enumerate(trace.names) if n.startswith("$")]
     n = len(tl.dur)
     if not codes or not n or tl.wall_ps <= 0:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from functools import cached_property
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -94,6 +95,14 @@ class Trace:
     @property
     def devices(self) -> tuple[str, ...]:
         return tuple(sorted({ln.plane for ln in self.lines if ln.on_device}))
+
+    @cached_property
+    def _names_blob(self) -> str:
+        return "\0" + "\0".join(self.names)
+
+    def has_prefix(self, prefix: str) -> bool:
+        """Does any event name start with `prefix`? (one substring search, not a pass per name)"""
+        return "\0" + prefix in self._names_blob
 
     def codes(self, names) -> list[int]:
         """The codes of these names (a name seen both as an op and off a device's op lines

@@ -62,6 +62,8 @@ _HOOK = re.compile(r"\$(?P<file>\S+?):(?P<line>\d+) (?P<hook>on_(?:train|test|pr
 def _traced_hooks(ctx: Context) -> list[Hook]:
     """Python tracer events of callbacks' batch hooks (not the callback list's own), inside the
     callback list's calls: each callback by where its hook is defined."""
+    if not ctx.trace.has_prefix("$" + _CALLBACK_LIST):
+        return []
     ev = ctx.trace.events
     outer = ctx.rows_named(lambda n: n.startswith("$" + _CALLBACK_LIST) and _HOOK.match(n) is not None)
     outer = outer[ctx.main_thread[outer]]

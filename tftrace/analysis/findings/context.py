@@ -83,13 +83,12 @@ class Context:
     @cached_property
     def jax(self) -> bool:
         """A JAX (or Keras-on-JAX) run: jitted calls on the host, or XLA ops run by the host."""
-        return any(n.startswith(JIT_CALL) for n in self.trace.names) or \
-            any(op.kind == "xla" for op in self.trace.ops.values())
+        return self.trace.has_prefix(JIT_CALL) or any(op.kind == "xla" for op in self.trace.ops.values())
 
     @cached_property
     def keras_jax(self) -> bool:
         """Keras 3 on JAX drove the steps (its trainer's Python is in the trace)."""
-        return any(n.startswith("$trainer.py:") for n in self.trace.names)
+        return self.trace.has_prefix("$trainer.py:")
 
     @cached_property
     def main_thread(self) -> np.ndarray:

@@ -15,10 +15,12 @@ from tftrace.model.memory import MemoryFinding
 from tftrace.model.report import Bottleneck
 
 # Causes named from what the trace holds; each is independent of the others.
-CAUSES = (straggler.detect, per_call.detect, keras_calls.detect, retracing.detect, recompile.detect, jit_compile.detect, eager.detect, op_by_op.detect, precision.detect, callbacks.detect, stalls.detect,
-          regions.detect, step_python.detect, pipeline.detect, compute.detect)
+CAUSES = (straggler.detect, per_call.detect, keras_calls.detect, retracing.detect, recompile.detect, jit_compile.detect,
+          eager.detect, op_by_op.detect, precision.detect, callbacks.detect, stalls.detect, regions.detect,
+          step_python.detect, pipeline.detect, compute.detect)
 # Findings about the time the causes above left unexplained, in order: (detect, part it takes from).
-LEFTOVERS = ((python_function.detect, "host_overhead idle"), (small_steps.detect, "host_overhead idle"), (gaps.detect, "idle"), (remainder.detect, "host_overhead"))
+LEFTOVERS = ((python_function.detect, "host_overhead idle"), (small_steps.detect, "host_overhead idle"),
+             (gaps.detect, "idle"), (remainder.detect, "host_overhead"))
 # Findings about an allocator's memory, not step time: the report lists them with its memory.
 MEMORY = (memory_room.detect,)
 
