@@ -166,6 +166,9 @@ def part_cut(out: str) -> dict:
     def boom():
         raise ValueError("a callback's own error")
 
+    # Python's own SIGINT handler, as in a terminal: a process started in the background (CI, `cmd &`)
+    # inherits SIGINT ignored, and then raise_signal would do nothing.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for name, act in (("valueerror", boom), ("sigint", lambda: (signal.raise_signal(signal.SIGINT), time.sleep(5)))):
         cb = tftrace.TraceCallback(os.path.join(out, name), fit_steps=(2, 10), evaluate_steps=None)
         try:
