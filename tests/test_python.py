@@ -36,14 +36,18 @@ def test_python_table_in_every_format():
 
 def test_tracer_events_nest_into_stacks_per_thread_line():
     import numpy as np
-    from tftrace.analysis.python import _levels, _nest
+    from tftrace.analysis.python import _nest, nest_rows
+    from tftrace.model.events import Columns
     # line 0: a [0,10) holds b [1,4) (which holds c [2,3)) and c [5,9); a second a [10,12) starts as the
     # first ends. line 1: c [0,10) with the same start as line 0's a (lines never nest into each other).
     line = np.array([0, 0, 0, 0, 0, 1])
     start = np.array([0, 1, 2, 5, 10, 0])
     end = np.array([10, 4, 3, 9, 12, 10])
     frame = np.array([0, 1, 2, 2, 0, 2])
-    parent, sid, tree = _nest(_levels(line, start, end), frame)
+    ev = Columns({"line": line, "start_ps": start, "dur_ps": end - start})
+    rows, levels, parent, _own = nest_rows(ev, np.arange(len(line)))
+    assert rows.tolist() == list(range(6))  # already in (line, start, longest first) order
+    sid, tree = _nest(levels, parent, frame)
     assert parent.tolist() == [-1, 0, 1, 0, -1, -1]
     assert [tree.path(i) for i in sid.tolist()] == [(0,), (0, 1), (0, 1, 2), (0, 2), (0,), (2,)]
     assert len(tree) == 5  # (0,) is made once for both calls of a

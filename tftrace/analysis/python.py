@@ -114,19 +114,32 @@ def _from_tracer(trace: Trace) -> _Sample | None:
     rows = np.flatnonzero(trace.named(codes) & trace.on_lines(lambda ln: ln.role == "python") & (ev["dur_ps"] > 0))
     if len(rows) == 0:
         return None
+    rows, levels, parent, weight = nest_rows(ev, rows)
+    frame_codes, frame = np.unique(ev["name"][rows], return_inverse=True)
+    sid, tree = _nest(levels, parent, frame.reshape(-1).astype(np.int64))
+    frames = [_tracer_frame(trace.names[c]) for c in frame_codes.tolist()]
+    return _Sample(weight, ev["start_ps"][rows], np.zeros(len(rows), np.int8), sid, tree, frames)
+
+
+def nest_rows(ev, rows: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]:
+    """Events (`rows` of the event table) as they nest on their lines: the rows sorted by line,
+    start and longest first, those sorted rows by nesting depth, each one's parent (the last
+    earlier row one level up, -1 at the top) and its own time (a child's time leaves its
+    parent's)."""
     rows = rows[np.lexsort((-ev["dur_ps"][rows], ev["start_ps"][rows], ev["line"][rows]))]
     line, start, dur = ev["line"][rows], ev["start_ps"][rows], ev["dur_ps"][rows]
     levels = _levels(line, start, start + dur)
-    frame_codes, frame = np.unique(ev["name"][rows], return_inverse=True)
-    parent, sid, tree = _nest(levels, frame.reshape(-1).astype(np.int64))
-    # A child's time leaves its parent's self time.
+    parent = np.full(len(rows), -1, np.int64)
+    up_rows = np.empty(0, np.int64)
+    for level in levels:
+        if len(up_rows):
+            parent[level] = up_rows[np.searchsorted(up_rows, level) - 1]
+        up_rows = level
     has = np.flatnonzero(parent >= 0)
     up = parent[has]
-    child_ps = np.minimum(dur[has], start[up] + dur[up] - start[has])
-    weight = dur.copy()
-    np.subtract.at(weight, up, child_ps)
-    frames = [_tracer_frame(trace.names[c]) for c in frame_codes.tolist()]
-    return _Sample(np.maximum(weight, 0), start, np.zeros(len(rows), np.int8), sid, tree, frames)
+    own = dur.copy()
+    np.subtract.at(own, up, np.minimum(dur[has], start[up] + dur[up] - start[has]))
+    return rows, levels, parent, np.maximum(own, 0)
 
 
 def _levels(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
@@ -143,29 +156,23 @@ def _levels(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[np.nda
     return np.split(order, cuts)
 
 
-def _nest(levels: list[np.ndarray], frame: np.ndarray) -> tuple[np.ndarray, np.ndarray, StackTree]:
-    """Per row its parent (the last earlier row one level up: -1 at the top) and its stack, a
-    node of the returned tree; a stack is its parent's plus one frame, so the tree grows a level
-    at a time, a node per distinct stack."""
-    parent = np.full(len(frame), -1, np.int64)
+def _nest(levels: list[np.ndarray], parent: np.ndarray, frame: np.ndarray) -> tuple[np.ndarray, StackTree]:
+    """Per row (nested as `nest_rows` gives them) its stack, a node of the returned tree; a stack
+    is its parent's plus one frame, so the tree grows a level at a time, a node per distinct stack."""
     node = np.full(len(frame), -1, np.int64)
     tree_parent, tree_frame, tree_depth = [], [], []
     width = int(frame.max()) + 1
     made = 0
-    up_rows = np.empty(0, np.int64)
     for depth, rows in enumerate(levels):
-        if len(up_rows):
-            parent[rows] = up_rows[np.searchsorted(up_rows, rows) - 1]
-        up_node = node[parent[rows]] if len(up_rows) else np.full(len(rows), -1, np.int64)
+        up_node = node[parent[rows]] if depth else np.full(len(rows), -1, np.int64)
         keys, inverse = np.unique((up_node + 1) * width + frame[rows], return_inverse=True)
         tree_parent.append(keys // width - 1)
         tree_frame.append(keys % width)
         tree_depth.append(np.full(len(keys), depth, np.int64))
         node[rows] = made + inverse.reshape(-1)
         made += len(keys)
-        up_rows = rows
     tree = StackTree(*(np.concatenate(x) if x else np.zeros(0, np.int64) for x in (tree_parent, tree_frame, tree_depth)))
-    return parent, node, tree
+    return node, tree
 
 
 def _tracer_frame(name: str) -> tuple[str, int, str]:

@@ -7,7 +7,7 @@ import re
 import numpy as np
 
 from tftrace.model.names import Op, parse_tf_op, strip_annotation
-from tftrace.read.hlo import hlo_op, precision
+from tftrace.read.hlo import hlo_op, precision, short_kernel
 from tftrace.read.stats import parsed_stats, stat_int, stat_value
 
 _HLO_SUFFIX = re.compile(r"\.\d+\Z")
@@ -29,7 +29,7 @@ def device_label(md, stat_names) -> tuple[str, Op | None]:
 def _kernel_type(kernel: str) -> str:
     if kernel.lower().startswith("memcpy"):
         return kernel
-    return _HLO_SUFFIX.sub("", kernel.split("(")[0].split("<")[0].split()[-1] if kernel.split() else kernel)
+    return _HLO_SUFFIX.sub("", short_kernel(kernel))
 
 
 # Device event stats that link it to its launch and its step (stat name -> Trace stats column).

@@ -65,7 +65,8 @@ def detect(ctx: Context) -> list[Finding]:
     if top.category == "other":  # no category to name: the op type that holds the time is the evidence
         out.append(_op_type(ctx, model_ps))
     elif not ops.layers or top.category != layer_cat or in_layer < SPREAD * top.self_ps:
-        op_type, of_cat = _top_type(ctx, top.category)
+        op_type, ps, total = _top_type(ctx, top.category)
+        of_cat = ps / max(total, 1)
         facts = (pct_fact(f"share of the model's op time in {top.category} ops", share), ms_fact("their op time", top.self_ps),
                  pct_fact(f"of it in {op_type} ops", of_cat))
         out.append(Finding("category", f"Op category {top.category}: {share:.0%} of the model's op time, "
@@ -87,23 +88,19 @@ _TYPE_FIX = ("`{type}` takes the most of the model's op time: find where it runs
              "layer) and remove it from the step, run it less often, or replace it with a cheaper op.")
 
 
-def _top_type(ctx: Context, category: str) -> tuple[str, float]:
-    """The op type that holds most of a category's time, and its share of it."""
+def _top_type(ctx: Context, category: str) -> tuple[str, int, int]:
+    """The op type that holds most of a category's time: (type, its time, the category's time)."""
     by_type: dict[str, int] = {}
     for e in ctx.table:
         if e.category == category:
             by_type[e.type] = by_type.get(e.type, 0) + e.self_ps
     op_type, ps = max(by_type.items(), key=lambda kv: (kv[1], kv[0]))
-    return op_type, ps / max(sum(by_type.values()), 1)
+    return op_type, ps, sum(by_type.values())
 
 
 def _op_type(ctx: Context, model_ps: int) -> Finding:
     """The op type that leads among ops of no known category (a custom, Python or debug op)."""
-    by_type: dict[str, int] = {}
-    for e in ctx.table:
-        if e.category == "other":
-            by_type[e.type] = by_type.get(e.type, 0) + e.self_ps
-    op_type, ps = max(by_type.items(), key=lambda kv: (kv[1], kv[0]))
+    op_type, ps, _total = _top_type(ctx, "other")
     share = ps / model_ps
     count = sum(e.count for e in ctx.table if e.type == op_type and e.category == "other")
     facts = (pct_fact(f"share of the model's op time in {op_type} ops", share), ms_fact("their op time", ps),

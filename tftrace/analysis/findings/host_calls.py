@@ -8,7 +8,7 @@ import numpy as np
 
 from tftrace.analysis.findings.base import fact
 from tftrace.analysis.findings.context import Context
-from tftrace.analysis.python import _levels
+from tftrace.analysis.python import nest_rows
 
 MIN_OF_PART = 0.2  # the call must hold at least this share of the part it explains
 # The runtime's own machinery (running a graph, a thread pool's bookkeeping): the time under them
@@ -28,18 +28,9 @@ def host_call_fact(ctx: Context, part_ps: float) -> tuple[tuple, str]:
     rows = rows[ctx.inside(ev["start_ps"][rows]) >= 0]
     if not len(rows) or part_ps <= 0:
         return (), ""
-    rows = rows[np.lexsort((-ev["dur_ps"][rows], ev["start_ps"][rows], ev["line"][rows]))]
-    start, dur = ev["start_ps"][rows], ev["dur_ps"][rows]
-    own = dur.copy()
-    up_rows = np.zeros(0, np.int64)
-    for level in _levels(ev["line"][rows], start, start + dur):
-        if len(up_rows):  # a child's time leaves its parent (the last open row one level up)
-            parent = up_rows[np.searchsorted(up_rows, level) - 1]
-            np.subtract.at(own, parent, np.minimum(dur[level], start[parent] + dur[parent] - start[level]))
-        up_rows = level
-    names = ev["name"][rows]
+    rows, _, _, own = nest_rows(ev, rows)
     by_name = np.zeros(len(ctx.trace.names) + 1, np.int64)
-    np.add.at(by_name, names, np.maximum(own, 0))
+    np.add.at(by_name, ev["name"][rows], own)
     best = int(np.argmax(by_name))
     if by_name[best] < MIN_OF_PART * part_ps:
         return (), ""
