@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tftrace.analysis.stack_tree import StackTree, from_paths, innermost_marked, outermost_of_frame, subtree_sums
+from tftrace.analysis.stack_tree import StackTree, from_paths, stable_order, innermost_marked, outermost_of_frame, subtree_sums
 from tftrace.model.events import Trace
 from tftrace.model.report import FlameNode, PythonProfile, PythonRow
 
@@ -115,10 +115,18 @@ def _from_tracer(trace: Trace) -> _Sample | None:
     if len(rows) == 0:
         return None
     rows, levels, parent, weight = nest_rows(ev, rows)
-    frame_codes, frame = np.unique(ev["name"][rows], return_inverse=True)
-    sid, tree = _nest(levels, parent, frame.reshape(-1).astype(np.int64))
+    frame_codes, frame = _dense(ev["name"][rows])
+    sid, tree = _nest(levels, parent, frame)
     frames = [_tracer_frame(trace.names[c]) for c in frame_codes.tolist()]
     return _Sample(weight, ev["start_ps"][rows], np.zeros(len(rows), np.int8), sid, tree, frames)
+
+
+def _dense(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct name codes, sorted, and each entry's index among them (np.unique's answer;
+    codes are small, so a table beats its sort)."""
+    present = np.bincount(codes) > 0
+    index = np.cumsum(present) - 1
+    return np.flatnonzero(present), index[codes].astype(np.int64)
 
 
 def nest_rows(ev, rows: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]:
@@ -126,8 +134,10 @@ def nest_rows(ev, rows: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.nd
     start and longest first, those sorted rows by nesting depth, each one's parent (the last
     earlier row one level up, -1 at the top) and its own time (a child's time leaves its
     parent's)."""
-    rows = rows[np.lexsort((-ev["dur_ps"][rows], ev["start_ps"][rows], ev["line"][rows]))]
     line, start, dur = ev["line"][rows], ev["start_ps"][rows], ev["dur_ps"][rows]
+    if not _nested_order(line, start, dur):  # the reader usually has them so already
+        order = np.lexsort((-dur, start, line))
+        rows, line, start, dur = rows[order], line[order], start[order], dur[order]
     levels = _levels(line, start, start + dur)
     parent = np.full(len(rows), -1, np.int64)
     up_rows = np.empty(0, np.int64)
@@ -142,6 +152,12 @@ def nest_rows(ev, rows: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.nd
     return rows, levels, parent, np.maximum(own, 0)
 
 
+def _nested_order(line: np.ndarray, start: np.ndarray, dur: np.ndarray) -> bool:
+    """Whether rows are sorted by line, start and longest first."""
+    dl, ds = np.diff(line), np.diff(start)
+    return bool(((dl > 0) | ((dl == 0) & ((ds > 0) | ((ds == 0) & (np.diff(dur) <= 0))))).all())
+
+
 def _levels(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
     """Rows by nesting depth (rows sorted by line, start, longest first): a row's depth is how
     many earlier rows of its line are still open at its start."""
@@ -149,9 +165,11 @@ def _levels(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[np.nda
     depth = np.empty(n, np.int64)
     bounds = np.r_[0, np.flatnonzero(np.diff(line)) + 1, n]
     for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        closed = np.searchsorted(np.sort(end[a:b]), start[a:b], side="right")
+        # Stable sort: ends come in long ascending runs (a call's children end before it), which
+        # timsort merges in a pass or two.
+        closed = np.searchsorted(np.sort(end[a:b], kind="stable"), start[a:b], side="right")
         depth[a:b] = np.arange(b - a) - closed
-    order = np.argsort(depth, kind="stable")  # each level keeps its rows in time order
+    order = stable_order(depth)  # each level keeps its rows in time order
     cuts = np.searchsorted(depth[order], np.arange(1, int(depth.max()) + 1))
     return np.split(order, cuts)
 

@@ -20,10 +20,12 @@ class StackTree:
         return len(self.frame)
 
     def levels(self) -> list[np.ndarray]:
-        """Nodes by depth, outermost first (within a level in node order)."""
-        order = np.argsort(self.depth, kind="stable")
-        cuts = np.searchsorted(self.depth[order], np.arange(1, int(self.depth.max(initial=0)) + 1))
-        return np.split(order, cuts)
+        """Nodes by depth, outermost first (within a level in node order); made once."""
+        if "_levels" not in self.__dict__:
+            order = stable_order(self.depth)
+            cuts = np.searchsorted(self.depth[order], np.arange(1, int(self.depth.max(initial=0)) + 1))
+            object.__setattr__(self, "_levels", np.split(order, cuts))
+        return self.__dict__["_levels"]
 
     def path(self, node: int) -> tuple[int, ...]:
         """The stack's frames, outermost first."""
@@ -32,6 +34,14 @@ class StackTree:
             out.append(int(self.frame[node]))
             node = int(self.parent[node])
         return tuple(reversed(out))
+
+
+def stable_order(depth: np.ndarray) -> np.ndarray:
+    """np.argsort(depth, kind="stable") for depths from 0: as 16-bit keys where they fit, which
+    numpy sorts by radix, in one pass instead of a merge sort's log n."""
+    if len(depth) and int(depth.max()) < 2 ** 15:
+        depth = depth.astype(np.int16)
+    return np.argsort(depth, kind="stable")
 
 
 def from_paths(paths: list[tuple[int, ...]]) -> tuple[StackTree, np.ndarray]:
@@ -68,13 +78,40 @@ def subtree_sums(tree: StackTree, node: np.ndarray, column: np.ndarray, ps: np.n
 
 def outermost_of_frame(tree: StackTree) -> np.ndarray:
     """Per node: its frame is on no stack above it (a recursive call's inner nodes are False), so
-    a frame's time is counted once however deep it recurses."""
-    first = np.ones(len(tree), bool)
-    up = tree.parent.copy()
-    while (live := up >= 0).any():
-        first[live] &= tree.frame[up[live]] != tree.frame[live]
-        up[live] = tree.parent[up[live]]
-    return first
+    a frame's time is counted once however deep it recurses. In pre-order numbering a node's
+    subtree is one interval and a frame's nodes' intervals nest or are apart: among the nodes of
+    one frame in pre-order, a node lies under another iff an earlier one's interval reaches it."""
+    n = len(tree)
+    if n == 0:
+        return np.ones(0, bool)
+    start, end = preorder(tree)
+    order = np.argsort(tree.frame * n + start)
+    frame_base = tree.frame[order] * n  # keys of one frame stay within [frame * n, frame * n + n]
+    reach = np.maximum.accumulate(frame_base + end[order])
+    under = np.zeros(n, bool)
+    under[order[1:]] = reach[:-1] > frame_base[1:] + start[order[1:]]
+    return ~under
+
+
+def preorder(tree: StackTree) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's subtree as the interval [start, end) of pre-order numbers (children in node order)."""
+    n = len(tree)
+    size = np.ones(n, np.int64)
+    levels = tree.levels()
+    for level in reversed(levels[1:]):
+        np.add.at(size, tree.parent[level], size[level])
+    # Where a node starts among its siblings: the sizes of the siblings before it.
+    by_parent = np.argsort(tree.parent, kind="stable")
+    before = np.cumsum(size[by_parent]) - size[by_parent]
+    group = np.r_[0, np.flatnonzero(np.diff(tree.parent[by_parent])) + 1]
+    before -= np.repeat(before[group], np.diff(np.r_[group, n]))
+    offset = np.empty(n, np.int64)
+    offset[by_parent] = before
+    start = np.empty(n, np.int64)
+    start[levels[0]] = offset[levels[0]]
+    for level in levels[1:]:
+        start[level] = start[tree.parent[level]] + 1 + offset[level]
+    return start, start + size
 
 
 def innermost_marked(tree: StackTree, decides: np.ndarray, value: np.ndarray) -> np.ndarray:

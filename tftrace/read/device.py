@@ -8,6 +8,7 @@ import numpy as np
 
 from tftrace.model.names import Op, parse_tf_op, strip_annotation
 from tftrace.read.hlo import hlo_op, precision, short_kernel
+from tftrace.read.stat_table import int_values, last_of_each, stat_table, text_values
 from tftrace.read.stats import parsed_stats, stat_int, stat_value
 
 _HLO_SUFFIX = re.compile(r"\.\d+\Z")
@@ -34,6 +35,7 @@ def _kernel_type(kernel: str) -> str:
 
 # Device event stats that link it to its launch and its step (stat name -> Trace stats column).
 _LINKS = {"correlation_id": "correlation", "group_id": "group_id"}
+_TEXTS = ("tf_op", "annotation", "hlo_op", "hlo_module", "name")  # the stats that name a kernel's op
 
 
 def device_names(builder, line, name, stat_names) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -42,30 +44,66 @@ def device_names(builder, line, name, stat_names) -> tuple[np.ndarray, dict[str,
     out = name.copy()
     links = {col: np.full(len(name), -1, np.int64) for col in _LINKS.values()}
     copies = {c for c in np.flatnonzero(np.bincount(name)).tolist() if builder.name_of(c).startswith(_COPIES)}
-    for i in np.flatnonzero(line.has_stats).tolist():
-        st = {stat_names.get(s.metadata_id): s for s in parsed_stats(line.event(i))}
+    rows = np.flatnonzero(line.has_stats)
+    labelled: dict[tuple, tuple[str, Op] | None] = {}  # kernels repeat: each distinct one is named once
+    for i, st in zip(rows.tolist(), _kernel_stats(line, rows, stat_names)):
         # A copy stays a copy (as XProf classifies it), whichever op's annotation it carries.
         if int(name[i]) not in copies:
-            labelled = _kernel_op(st, stat_names, builder.name_of(int(name[i])).removeprefix("kernel:"))
-            if labelled is not None:
-                out[i] = builder.intern(*labelled)
-                builder.refine(int(out[i]), labelled[1])
+            key = (int(name[i]), *(st.get(k) for k in _TEXTS))
+            if key not in labelled:
+                labelled[key] = _kernel_op(st, builder.name_of(int(name[i])).removeprefix("kernel:"))
+            if labelled[key] is not None:
+                out[i] = builder.intern(*labelled[key])
+                builder.refine(int(out[i]), labelled[key][1])
         for key, col in _LINKS.items():
-            value = stat_int(stat_value(st[key], stat_names)) if key in st else None
+            value = stat_int(st.get(key))
             if value is not None and value >= 0:
                 links[col][i] = value
     return out, links
 
 
-def _kernel_op(st, stat_names, kernel: str) -> tuple[str, Op] | None:
+def _kernel_stats(line, rows: np.ndarray, stat_names) -> list[dict]:
+    """Per event of `rows`, the values of the stats read here (each stat's last, as protobuf
+    keeps it): texts as `str()` of the value, links as the value."""
+    table = stat_table(line.data, line.tags[rows])
+    if table is not None:
+        try:
+            return _decoded(table, line.data, len(rows), stat_names)
+        except UnicodeDecodeError:  # the library refuses such a stat, and reads the rest: so do we
+            pass
+    out = []
+    for i in rows.tolist():
+        st = {stat_names.get(s.metadata_id): s for s in parsed_stats(line.event(i))}
+        out.append({**{k: str(stat_value(st[k], stat_names)) for k in _TEXTS if k in st},
+                    **{k: stat_value(st[k], stat_names) for k in _LINKS if k in st}})
+    return out
+
+
+def _decoded(table, data: bytes, n: int, stat_names) -> list[dict]:
+    out: list[dict] = [{} for _ in range(n)]
+    for mid, key in stat_names.items():
+        if key not in _TEXTS and key not in _LINKS:
+            continue
+        mine = np.flatnonzero(table.key == mid)
+        mine = mine[last_of_each(table.event[mine])]
+        if key in _TEXTS:
+            values = text_values(table, mine, data, stat_names, "None")
+        else:
+            ok, ints = int_values(table.kind[mine], table.bits[mine])
+            values = [v if good else None for v, good in zip(ints.tolist(), ok.tolist())]
+        for e, v in zip(table.event[mine].tolist(), values):
+            out[e][key] = v
+    return out
+
+
+def _kernel_op(st: dict, kernel: str) -> tuple[str, Op] | None:
     """The op a kernel runs, as (event name, Op): the TF op its stats name, else the XLA op."""
     for key in ("tf_op", "annotation"):
         if key in st:
-            text = str(stat_value(st[key], stat_names))
+            text = st[key]
             parsed = parse_tf_op(strip_annotation(text) if key == "annotation" else text)
             if parsed:
                 return f"{parsed[0]}:{parsed[1]}", Op(parsed[0], parsed[1], "device", "", precision(kernel))
     if "hlo_op" in st:
-        text = {k: str(stat_value(st[k], stat_names)) if k in st else "" for k in ("hlo_op", "hlo_module", "name")}
-        return hlo_op(text["hlo_op"], text["hlo_module"], text["name"], kernel)
+        return hlo_op(st["hlo_op"], st.get("hlo_module", ""), st.get("name", ""), kernel)
     return None

@@ -9,14 +9,15 @@ from google.protobuf.message import DecodeError
 
 from tftrace.read.build import TraceBuilder, line_role
 from tftrace.model.errors import TraceReadError
-from tftrace.model.events import INT_STATS, STR_STATS, LineInfo
+from tftrace.model.events import LineInfo
 from tftrace.read.lines import check_times, decode_line
 from tftrace.read.schema import XPlaneLazy, XSpaceLazy
 from tftrace.read import storage, wire
 from tftrace.read.device import device_label, device_names
 from tftrace.read.hlo import XLA_CPU_THREADS, cpu_thunk, is_hlo_name
 from tftrace.read.memory_events import ALLOCATION, DEALLOCATION, memory_rows
-from tftrace.read.stats import parsed_stats, stat_int, stat_value
+from tftrace.read.stats import stat_int, stat_value
+from tftrace.read.step_stats import PROBE, step_stats
 from tftrace.read.wire import Field, WireError, WireFile, fields
 
 # Host events whose stats never matter here; skipping them keeps the one pass lean.
@@ -35,8 +36,6 @@ LAUNCH_PREFIXES = ("cuLaunch", "cudaLaunch", "cuGraphLaunch", "cudaGraphLaunch",
                    "cuMemset", "cudaMemset", "hipLaunch", "hipModuleLaunch", "hipExtModuleLaunch",
                    "hipExtLaunch", "hipGraphLaunch", "hipMemcpy", "hipMemset")
 
-
-PROBE = 16  # events of one kind parsed for step stats before a kind that never has them is skipped
 
 # Times stay within +-2**62 ps (53 days from the clock's start), as the JSON reader keeps them:
 # any difference of two, as the analyses take, then fits int64.
@@ -179,7 +178,7 @@ def _add_line(builder, info, line, names: "_PlaneNames", codes) -> None:
     elif not info.on_device:
         wanted = names.launch[slot] | (names.want[slot] if info.role in _MARKER_ROLES else False)
         rows = np.flatnonzero(wanted & line.has_stats & (names.misses[slot] < PROBE))
-        stats = _event_stats(builder, line, rows, names, slot, n)
+        stats = step_stats(builder, line, rows, slot[rows], names.misses, names.stat_names) if len(rows) else None
     builder.add_line(info, name, line.start_ps, line.duration_ps, stats)
     if not info.on_device:
         memory = np.flatnonzero(names.memory[slot])
@@ -197,33 +196,3 @@ def _slots(keys: np.ndarray, mid: np.ndarray) -> np.ndarray:
     slot = np.searchsorted(keys, mid)
     slot[(slot >= len(keys)) | (keys[np.minimum(slot, len(keys) - 1)] != mid)] = len(keys)
     return slot
-
-
-def _event_stats(builder, line, wanted, names: "_PlaneNames", slot, n) -> dict[str, np.ndarray] | None:
-    """The step-related stats of the events that may carry them. An event kind whose first
-    PROBE events carried none is not parsed again: a runtime event (`PjRtCApiLoadedExecutable::
-    Execute`, recorded on every op JAX dispatches) carries its own stats, never a step's."""
-    if len(wanted) == 0:
-        return None
-    stat_names, misses = names.stat_names, names.misses
-    cols: dict[str, np.ndarray] = {}
-    for i in wanted.tolist():
-        kind = slot[i]
-        if misses[kind] >= PROBE:
-            continue
-        found = False
-        for st in parsed_stats(line.event(i)):
-            key = stat_names.get(st.metadata_id)
-            col = INT_STATS.get(key) or STR_STATS.get(key)
-            if col is None:
-                continue
-            value = stat_value(st, stat_names)
-            value = builder.intern(str(value)) if key in STR_STATS else stat_int(value)
-            if value is None:
-                continue
-            if col not in cols:
-                cols[col] = np.full(n, -1, np.int64)
-            cols[col][i] = value
-            found = True
-        misses[kind] = -1 if found or misses[kind] < 0 else misses[kind] + 1
-    return cols
