@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tftrace.analysis.stack_tree import StackTree, from_paths, stable_order, innermost_marked, outermost_of_frame, subtree_sums
+from tftrace.analysis.sums import exact_sums
 from tftrace.model.events import Trace
 from tftrace.model.report import FlameNode, PythonProfile, PythonRow
 
@@ -147,8 +148,7 @@ def nest_rows(ev, rows: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.nd
         up_rows = level
     has = np.flatnonzero(parent >= 0)
     up = parent[has]
-    own = dur.copy()
-    np.subtract.at(own, up, np.minimum(dur[has], start[up] + dur[up] - start[has]))
+    own = dur - exact_sums(up, np.minimum(dur[has], start[up] + dur[up] - start[has]), len(rows))
     return rows, levels, parent, np.maximum(own, 0)
 
 
@@ -212,9 +212,8 @@ def _placement(samples: _Sample, starts: np.ndarray, ends: np.ndarray) -> np.nda
 
 def _groups(samples: _Sample, where: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(stacks, places, ps): the samples' time summed per distinct stack and place."""
-    keys, inverse = np.unique((samples.stack + 1) * len(WHERE) + where, return_inverse=True)
-    ps = np.zeros(len(keys), np.int64)
-    np.add.at(ps, inverse.reshape(-1), samples.weight)  # integer sums: exact to the picosecond
+    keys, index = _dense((samples.stack + 1) * len(WHERE) + where)
+    ps = exact_sums(index, samples.weight, len(keys))  # integer sums: exact to the picosecond
     return keys // len(WHERE) - 1, keys % len(WHERE), ps
 
 
@@ -230,15 +229,14 @@ def _rows(samples: _Sample, groups) -> list[PythonRow]:
     owners = [code_owner(f[0]) for f in samples.frames]
     user = np.array([o == "user" for o in owners], bool)
     framework = np.array([o in _FRAMEWORKS for o in owners], bool)
-    self_ps = np.zeros((n, places), np.int64)
-    np.add.at(self_ps, (tree.frame[stack], place), ps)
+    self_ps = _per_frame(tree.frame[stack], place, ps, n)
     below = subtree_sums(tree, stack, place, ps, places)
-    total_ps = np.zeros((n, places), np.int64)
     first = np.flatnonzero(outermost_of_frame(tree))
-    np.add.at(total_ps, tree.frame[first], below[first])
+    total_ps = _per_frame(np.repeat(tree.frame[first], places), np.tile(np.arange(places), len(first)),
+                          below[first].reshape(-1), n)
     inner = innermost_marked(tree, user | framework, np.where(user, np.arange(n), -1))[stack]
-    own_ps = np.zeros((n, places), np.int64)
-    np.add.at(own_ps, (inner[inner >= 0], place[inner >= 0]), ps[inner >= 0])
+    mine = inner >= 0
+    own_ps = _per_frame(inner[mine], place[mine], ps[mine], n)
     grand = max(int(samples.weight.sum()), 1)
     rows = []
     for f, where in zip(*np.nonzero(total_ps)):
@@ -247,6 +245,11 @@ def _rows(samples: _Sample, groups) -> list[PythonRow]:
         rows.append(PythonRow(name, file, line, _thread(int(where)), WHERE[where], owners[f], own,
                               int(total_ps[f, where]), round(own / grand, 6), int(own_ps[f, where])))
     return rows
+
+
+def _per_frame(frame: np.ndarray, place: np.ndarray, ps: np.ndarray, frames: int) -> np.ndarray:
+    """ps summed per (frame, place), as a frames x places table."""
+    return exact_sums(frame * len(WHERE) + place, ps, frames * len(WHERE)).reshape(frames, len(WHERE))
 
 
 def _thread(place: int) -> str:

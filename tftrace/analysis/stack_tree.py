@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tftrace.analysis.sums import exact_sums
+
 
 @dataclass(frozen=True, eq=False)
 class StackTree:
@@ -68,12 +70,15 @@ def from_paths(paths: list[tuple[int, ...]]) -> tuple[StackTree, np.ndarray]:
 
 
 def subtree_sums(tree: StackTree, node: np.ndarray, column: np.ndarray, ps: np.ndarray, columns: int) -> np.ndarray:
-    """Per node and column, the ps of every (node, column, ps) entry at the node or below it."""
-    out = np.zeros((len(tree), columns), np.int64)
-    np.add.at(out, (node, column), ps)
-    for level in reversed(tree.levels()[1:]):  # deepest first: each level hands its sums to its parents
-        np.add.at(out, tree.parent[level], out[level])
-    return out
+    """Per node and column, the ps of every (node, column, ps) entry at the node or below it: a
+    subtree is one run of pre-order numbers, so its sum is a difference of prefix sums."""
+    n = len(tree)
+    own = exact_sums(node * columns + column, ps, n * columns).reshape(n, columns)
+    start, end = preorder(tree)
+    prefix = np.zeros((n + 1, columns), np.int64)
+    prefix[start + 1] = own
+    np.cumsum(prefix, axis=0, out=prefix)
+    return prefix[end] - prefix[start]
 
 
 def outermost_of_frame(tree: StackTree) -> np.ndarray:
@@ -94,12 +99,19 @@ def outermost_of_frame(tree: StackTree) -> np.ndarray:
 
 
 def preorder(tree: StackTree) -> tuple[np.ndarray, np.ndarray]:
-    """Each node's subtree as the interval [start, end) of pre-order numbers (children in node order)."""
+    """Each node's subtree as the interval [start, end) of pre-order numbers (children in node
+    order); made once."""
+    if "_preorder" not in tree.__dict__:
+        object.__setattr__(tree, "_preorder", _number(tree))
+    return tree.__dict__["_preorder"]
+
+
+def _number(tree: StackTree) -> tuple[np.ndarray, np.ndarray]:
     n = len(tree)
     size = np.ones(n, np.int64)
     levels = tree.levels()
-    for level in reversed(levels[1:]):
-        np.add.at(size, tree.parent[level], size[level])
+    for level in reversed(levels[1:]):  # deepest first: each level hands its sizes to its parents
+        size += np.bincount(tree.parent[level], size[level], minlength=n).astype(np.int64)
     # Where a node starts among its siblings: the sizes of the siblings before it.
     by_parent = np.argsort(tree.parent, kind="stable")
     before = np.cumsum(size[by_parent]) - size[by_parent]
@@ -108,7 +120,8 @@ def preorder(tree: StackTree) -> tuple[np.ndarray, np.ndarray]:
     offset = np.empty(n, np.int64)
     offset[by_parent] = before
     start = np.empty(n, np.int64)
-    start[levels[0]] = offset[levels[0]]
+    if levels and len(levels[0]):
+        start[levels[0]] = offset[levels[0]]
     for level in levels[1:]:
         start[level] = start[tree.parent[level]] + 1 + offset[level]
     return start, start + size

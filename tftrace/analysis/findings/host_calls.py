@@ -9,6 +9,7 @@ import numpy as np
 from tftrace.analysis.findings.base import fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.python import nest_rows
+from tftrace.analysis.sums import exact_sums
 
 MIN_OF_PART = 0.2  # the call must hold at least this share of the part it explains
 # The runtime's own machinery (running a graph, a thread pool's bookkeeping): the time under them
@@ -29,8 +30,7 @@ def host_call_fact(ctx: Context, part_ps: float) -> tuple[tuple, str]:
     if not len(rows) or part_ps <= 0:
         return (), ""
     rows, _, _, own = nest_rows(ev, rows)
-    by_name = np.zeros(len(ctx.trace.names) + 1, np.int64)
-    np.add.at(by_name, ev["name"][rows], own)
+    by_name = exact_sums(ev["name"][rows], own, len(ctx.trace.names) + 1)
     best = int(np.argmax(by_name))
     if by_name[best] < MIN_OF_PART * part_ps:
         return (), ""
