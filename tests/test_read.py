@@ -215,3 +215,27 @@ def test_a_trace_with_absolute_timestamps_reads_like_a_relative_one(tmp_path):
         [dataclasses.replace(s, start_ps=0) for s in original.steps.steps]  # times count from another origin
     assert same_steps and shifted.ops == original.ops
     assert shifted.breakdown == original.breakdown
+
+
+def test_a_plane_of_metadata_only_is_not_parsed(tmp_path, monkeypatch):
+    """`/host:metadata` holds each XLA module's HLO proto, hundreds of MB where a jitted function
+    closes over a large array: the reader skips it, and the analysis is the one without it."""
+    from tftrace.read import xspace
+    from tftrace.read.schema import XSpace
+    original = "sample_traces/jax_zoo/jax_compute/plugins/profile/run/sample.xplane.pb"
+    space = XSpace.FromString(open(original, "rb").read())
+    meta = next(p for p in space.planes if p.name == "/host:metadata")
+    big = meta.event_metadata[max(meta.event_metadata) + 1]
+    big.name = "jit_step(1)"
+    big.stats.add(metadata_id=1).bytes_value = bytes(20 << 20)  # a 20 MB constant
+    run = tmp_path / "plugins" / "profile" / "run"
+    run.mkdir(parents=True)
+    (run / "sample.xplane.pb").write_bytes(space.SerializeToString())
+    parsed = []
+    real = xspace.XPlaneLazy.FromString
+    monkeypatch.setattr(xspace, "XPlaneLazy", type("Spy", (), {
+        "FromString": staticmethod(lambda data: parsed.append(len(data)) or real(data))}))
+    from tftrace.api import analyze
+    with_metadata = analyze(str(tmp_path)).runs[0]
+    assert max(parsed) < 1 << 20
+    assert with_metadata.steps == analyze("sample_traces/jax_zoo/jax_compute").runs[0].steps

@@ -41,8 +41,8 @@ LAUNCH_PREFIXES = ("cuLaunch", "cudaLaunch", "cuGraphLaunch", "cudaGraphLaunch",
 # any difference of two, as the analyses take, then fits int64.
 TIME_LIMIT_PS = 2 ** 62
 
-# Field numbers (xplane.proto): XSpace.planes, XSpace.hostnames, XPlane.lines.
-_SPACE_PLANES, _SPACE_HOSTNAMES, _PLANE_LINES = 1, 4, 3
+# Field numbers (xplane.proto): XSpace.planes, XSpace.hostnames, XPlane.name, XPlane.lines.
+_SPACE_PLANES, _SPACE_HOSTNAMES, _PLANE_NAME, _PLANE_LINES = 1, 4, 2, 3
 
 
 def read_xspace(path: str, builder: TraceBuilder, progress=None, host: str | None = None) -> None:
@@ -86,9 +86,14 @@ def _read_space(wf: WireFile, path: str, builder: TraceBuilder, progress, host: 
 def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder, progress, clock: dict) -> None:
     parts = list(fields(wf, fd.start, fd.end))
     lines = [p for p in parts if p.number == _PLANE_LINES]
+    name = XPlaneLazy.FromString(b"".join(wire.raw(wf, p) for p in parts if p.number == _PLANE_NAME)).name
+    if not lines and name != _TASK_ENVIRONMENT:
+        # A plane of metadata only (`/host:metadata` holds each XLA module's HLO proto, which
+        # reaches hundreds of MB where a jitted function closes over a large array): not read.
+        return
     # Everything but the lines (id, name, metadata, stats) is small: parse it in one go.
     head = XPlaneLazy.FromString(b"".join(wire.raw(wf, p) for p in parts if p.number != _PLANE_LINES))
-    if head.name == _TASK_ENVIRONMENT:
+    if name == _TASK_ENVIRONMENT:
         _read_clock(head, host, builder)
     if not lines:
         return
