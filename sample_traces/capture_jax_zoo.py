@@ -260,6 +260,43 @@ def jax_python_between():
             "fix": "log every 50 steps instead of every step"}
 
 
+def jax_sync():
+    """A custom loop reads the loss back with float(loss) after every jitted train step (for its
+    log), while the next batch is made on the host with numpy (~6 ms): the read makes the host
+    wait for the device every step, so making the batch never overlaps the device's work. The
+    fix keeps the losses on the device and reads them once at the end."""
+    import jax
+    import numpy as np
+    width, batch = 512, 256
+    params, _, y, train_step = _mlp(width, 4, batch)
+    train_step = jax.jit(train_step)
+    rng = np.random.default_rng(0)
+
+    def make_batch():  # the host's own work each step: numpy on the main thread
+        a = rng.standard_normal((batch, width)).astype(np.float32)
+        for _ in range(12):
+            a = np.tanh(a * 1.01) + np.sin(a)
+        return a
+
+    state = {"p": params}
+    log = []
+
+    def iteration(read):
+        state["p"], loss = train_step(state["p"], jax.device_put(make_batch()), y)
+        log.append(float(loss) if read else loss)
+
+    def block(read, n=4):  # n steps, then everything read back: what a fixed loop pays at its end
+        for _ in range(n):
+            iteration(read)
+        jax.block_until_ready([state["p"], log[-n:]])
+        log[-n:] = [float(v) for v in jax.device_get(log[-n:])]
+
+    return {"slow": lambda: block(True), "fixed": lambda: block(False), "steps_per_call": 4,
+            "capture": _plain(lambda: iteration(True), 8), "steps": 8, "how": PLAIN,
+            "bound": ["compute", "host_overhead", "idle"], "cause": "device_sync", "names": ["float"],
+            "fix": "keep the losses on the device and read them once at the end"}
+
+
 # -- Keras 3 on JAX -------------------------------------------------------------------------------
 
 class _ArrayFeed:
@@ -465,7 +502,7 @@ def keras_small_steps():
 
 PROGRAMS = {f.__name__: f for f in (jax_input, jax_eager, jax_recompile, jax_compute, keras_fit,
                                      keras_run_eagerly, keras_small_steps, jax_python_between, keras_slow_callback,
-                                     keras_predict_loop)}
+                                     keras_predict_loop, jax_sync)}
 
 
 # -- one program, in its own process --------------------------------------------------------------
@@ -508,10 +545,11 @@ def _timed(program):
             slow.append(program["slow"]())
             if program["fixed"]:
                 fixed.append(program["fixed"]())
-        else:
-            slow += per_step_ms(program["slow"], STEPS_PER_ROUND)
+        else:  # a program whose call runs several steps (to read back once at its end) is timed per step
+            k = program.get("steps_per_call", 1)
+            slow += [ms / k for ms in per_step_ms(program["slow"], STEPS_PER_ROUND)]
             if program["fixed"]:
-                fixed += per_step_ms(program["fixed"], STEPS_PER_ROUND)
+                fixed += [ms / k for ms in per_step_ms(program["fixed"], STEPS_PER_ROUND)]
     s = median(slow)
     f = median(fixed) if fixed else None
     return {"slow_ms_per_step": round(s, 3), "fixed_ms_per_step": None if f is None else round(f, 3),

@@ -58,6 +58,10 @@ _FIXES = {
                 "`.numpy()`, `float()` or `print` of tensors per step), compute metrics inside the tf.function "
                 "(`keras.metrics` objects), log every N steps, and move numpy work into the graph or out of the "
                 "loop."),
+        "jax": ("Your loop runs Python between calls of `{fn}` on every step: keep step results as `jax.Array`s "
+                "(no `float()`, `np.asarray` or `print` of them per step), compute metrics inside the jitted step, "
+                "log every N steps, and make the next batch while the device runs this one (JAX dispatches "
+                "asynchronously: do the host's work before reading anything back)."),
     },
     "between_calls": {
         "predict": ("Overlap it with the model: load and preprocess in a tf.data pipeline (`Dataset.map(..., "
@@ -123,6 +127,18 @@ _FIXES = {
         "custom": ("Use mixed precision: `keras.mixed_precision.set_global_policy('mixed_bfloat16')` (or "
                    "'mixed_float16' with loss scaling on GPUs without bfloat16)."),
     },
+    "device_sync": {
+        "custom": ("`{read}` on a step's result makes the host wait until the device has finished that step, every "
+                   "step, so JAX's asynchronous dispatch can no longer run the host's next work (making the batch, "
+                   "Python) while the device computes. Keep step results on the device: append the `jax.Array` losses "
+                   "to a list and read them every N steps or at the end (`jax.device_get(losses)`), and call "
+                   "`block_until_ready()` only where you time the loop."),
+        "keras": ("Keras converts each batch's logs (loss and metrics) to numbers on the main thread, waiting for the "
+                  "device, when a callback overrides `on_train_batch_end` (or `on_batch_end`, `on_test_batch_end`, "
+                  "`on_predict_batch_end`). Move per-batch work to `on_epoch_end` or to every N batches, set "
+                  "`self.async_safe = True` on callbacks that only read the logs (Keras then converts them in a "
+                  "background thread), or raise `steps_per_execution` so the logs are read once per many batches."),
+    },
     "python_function": {
         "any": ("`{fn}()` runs on the host on every step while the model waits for it: make its result once and "
                 "reuse it, vectorise it (numpy over whole batches, or `jax.numpy` inside the jitted step), or move it "
@@ -174,6 +190,13 @@ _FIXES = {
     "h2d": {
         "any": ("Prefetch to the device (`tf.data.experimental.prefetch_to_device` or a distribution strategy's "
                 "dataset), use pinned host memory, and send smaller dtypes (uint8 images, cast on the device)."),
+        "jax": ("Put the data on the device before the loop when it fits (one `jax.device_put`, then index batches "
+                "inside the jitted step), or copy batch n+1 while step n runs (`jax.device_put` it before calling the "
+                "step, e.g. flax's `jax_utils.prefetch_to_device(iterator, 2)`); send smaller dtypes (uint8 images, "
+                "bfloat16) and cast inside the jitted step; pass Python scalars as arrays made once, not new each call."),
+        "keras_jax": ("Keras on JAX copies every batch from host memory: send smaller dtypes (uint8 images, "
+                      "normalised by a `Rescaling` layer inside the model), keep a dataset that fits on the device "
+                      "as a `jax.Array`, and raise `steps_per_execution` so copies and steps are batched together."),
     },
 }
 

@@ -8,6 +8,7 @@ import re
 
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings.host_to_device import host_to_device
 from tftrace.analysis.findings.fixes import fix_for, pipeline_fix
 from tftrace.analysis.findings.where import hottest_fact
 from tftrace.analysis.pipeline_load import cores as load_cores
@@ -89,10 +90,7 @@ def detect(ctx: Context) -> list[Finding]:
     if tl.device_busy is None:
         out += _on_the_host(ctx, kinds, title, facts + where, fix)
     if tl.device_busy is not None and b.input > 0:
-        facts_h2d = (pct_fact("share of step time the device only copies input in", b.input),
-                     ms_fact("per step", tl.input.sum() / ctx.n))
-        out.append(Finding("input", "Host-to-device copies", b.input, facts_h2d, fix_for("h2d"),
-                           ctx.projected(tl.input.sum()), "input"))
+        out.append(host_to_device(ctx))
     wait = tl.fraction(tl.input_wait) if tl.input_wait is not None else 0.0
     if wait > 0:
         facts_wait = (pct_fact("share of step time the device runs nothing while the host waits in IteratorGetNext", wait),
