@@ -24,7 +24,7 @@ from tftrace.analysis.startup import startup_steps, steady
 from tftrace.analysis.median_step import step_view
 from tftrace.analysis.steps import STEP_FUNCTIONS, Steps, find_steps
 from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
-from tftrace.analysis.tracer_cost import tracer_cost, tracer_notes
+from tftrace.analysis.tracer_cost import tracer_notes
 from tftrace.analysis.verdict import HIGHLY_INPUT, paced, verdict
 from tftrace.analysis.cut_short import window_note
 from tftrace.model.report import DEFAULT_TOP, Breakdown, DeviceRow, RunReport, StepRow, StepsSummary, Verdict
@@ -131,7 +131,7 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
         mode=mode, mode_source=mode_source, eager=eager, steps=summary, breakdown=breakdown,
         verdict=measured_verdict(judged.verdict, experiment), bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
-        notes=_notes(len(hosts), timed.problems, steps, eager) + _tracer_notes(timed, tl, breakdown, judged.verdict.bound),
+        notes=_notes(len(hosts), timed.problems, steps, eager) + _tracer_notes(ctx, judged.verdict.bound),
         host_op_ps=stats.host_self_ps,
         device_op_ps=stats.device_self_ps, per_host=host_rows(views),
         per_device=tuple(sorted((r for p in parts for r in p.device_rows), key=lambda r: (r.host, r.device))),
@@ -236,9 +236,8 @@ def _steps_summary(steps, tl, host: str = "") -> StepsSummary:
     return StepsSummary(count, source, int(tl.dur.mean()), int(np.median(tl.dur)), steps.note, rows)
 
 
-def _tracer_notes(trace: Trace, tl, breakdown: Breakdown, bound: str) -> tuple[str, ...]:
-    cost = tracer_cost(trace, tl, breakdown)
-    return tracer_notes(cost, bound) if cost is not None else ()
+def _tracer_notes(ctx: Context, bound: str) -> tuple[str, ...]:
+    return tracer_notes(ctx.tracer, bound) if ctx.tracer is not None else ()
 
 
 def _notes(hosts: int, problems: tuple[str, ...], steps, eager: bool) -> tuple[str, ...]:

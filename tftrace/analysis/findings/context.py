@@ -13,6 +13,7 @@ from tftrace.analysis.ops import OpEntry, OpStats
 from tftrace.analysis.overhead import Overhead
 from tftrace.analysis.pipeline_load import PipelineLoad
 from tftrace.analysis.steps import Steps
+from tftrace.analysis.tracer_cost import TracerCost, tracer_cost
 from tftrace.model.events import Trace
 from tftrace.model.memory import AllocatorRow
 from tftrace.model.names import JIT_CALL
@@ -84,6 +85,17 @@ class Context:
     def jax(self) -> bool:
         """A JAX (or Keras-on-JAX) run: jitted calls on the host, or XLA ops run by the host."""
         return self.trace.has_prefix(JIT_CALL) or any(op.kind == "xla" for op in self.trace.ops.values())
+
+    @cached_property
+    def tracer(self) -> TracerCost | None:
+        """What JAX's Python tracer adds to each step; None without its events, or when small."""
+        return tracer_cost(self.trace, self.tl, self.breakdown)
+
+    @property
+    def tracer_ps(self) -> int:
+        """The tracer's estimated cost per step (with its gap), 0 without one worth a note."""
+        t = self.tracer
+        return round(min(t.ps_per_step, t.share * self.per_step_ps)) if t is not None else 0
 
     @cached_property
     def keras_jax(self) -> bool:

@@ -18,7 +18,6 @@ from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.intervals import covered, merge
-from tftrace.analysis.tracer_cost import tracer_cost
 
 MIN_SHARE = 0.05  # of wall time
 # Functions whose call reads a device value back (the Python tracer's `$file:line name`), with
@@ -47,8 +46,7 @@ def detect(ctx: Context) -> list[Finding]:
     gap_after = np.r_[ctx.tl.idle[1:], 0]
     # The host's other work, less what JAX's Python tracer itself adds to it: untraced, that much
     # less of the device's time would be left to hide it under.
-    cost = tracer_cost(ctx.trace, ctx.tl, ctx.breakdown)
-    other_host = np.maximum(ctx.tl.dur + gap_after - waited - (cost.ps_per_step if cost else 0), 0)
+    other_host = np.maximum(ctx.tl.dur + gap_after - waited - ctx.tracer_ps, 0)
     saved = np.minimum(busy, other_host)
     share = float(saved.sum()) / ctx.wall_ps
     if share < MIN_SHARE:
