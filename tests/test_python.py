@@ -273,3 +273,12 @@ def test_a_clash_with_another_profiler_warns_once_and_training_goes_on(tmp_path)
     assert len(history.history["loss"]) == 1 and not cb.runs
     assert len([w for w in caught if issubclass(w.category, CaptureWarning)]) == 1
     assert threading.active_count() <= before  # no sampler left running
+
+
+def test_nesting_hands_a_childs_time_from_its_parent_and_takes_no_rows():
+    import numpy as np
+    from tftrace.analysis.python import nest_rows
+    ev = {"line": np.zeros(4, np.int16), "start_ps": np.array([0, 1, 5, 20]), "dur_ps": np.array([10, 2, 1, 3])}
+    rows, levels, parent, own = nest_rows(ev, np.array([3, 2, 1, 0]))  # any order in
+    assert rows.tolist() == [0, 1, 2, 3] and parent.tolist() == [-1, 0, 0, -1] and own.tolist() == [7, 2, 1, 3]
+    assert [len(x) for x in nest_rows(ev, np.zeros(0, np.int64))] == [0, 0, 0, 0]

@@ -135,6 +135,8 @@ def nest_rows(ev, rows: np.ndarray) -> tuple[np.ndarray, list[np.ndarray], np.nd
     start and longest first, those sorted rows by nesting depth, each one's parent (the last
     earlier row one level up, -1 at the top) and its own time (a child's time leaves its
     parent's)."""
+    if len(rows) == 0:
+        return rows, [], np.zeros(0, np.int64), np.zeros(0, np.int64)
     line, start, dur = ev["line"][rows], ev["start_ps"][rows], ev["dur_ps"][rows]
     if not _nested_order(line, start, dur):  # the reader usually has them so already
         order = np.lexsort((-dur, start, line))
