@@ -297,6 +297,36 @@ def jax_sync():
             "fix": "keep the losses on the device and read them once at the end"}
 
 
+def jax_h2d():
+    """Every step copies a fresh 32 MB float32 batch from host memory to the device with
+    jax.device_put before a small jitted step (a 256-row slice through a 2048x64 layer): the copy,
+    not the model, is the step. The fix places the batches on the device once, before the loop."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    rows, width = 4096, 2048
+    rng = np.random.default_rng(0)
+    batches = [rng.standard_normal((rows, width)).astype(np.float32) for _ in range(3)]
+    on_device = [jax.device_put(b) for b in batches]
+    step = jax.jit(lambda w, x: (w - 1e-6 * (x[:256].T @ (x[:256] @ w)), jnp.mean(x)))
+    state = {"w": jnp.ones((width, 64), jnp.float32) / width, "i": 0}
+
+    def run(source):
+        state["i"] += 1
+        state["w"], m = step(state["w"], source(state["i"] % 3))
+        m.block_until_ready()
+
+    def slow():
+        run(lambda i: jax.device_put(batches[i]))
+
+    def fixed():
+        run(lambda i: on_device[i])
+
+    return {"slow": slow, "fixed": fixed, "capture": _plain(slow, 6), "steps": 6, "how": PLAIN,
+            "bound": ["compute", "host_overhead", "idle"], "cause": "host_to_device", "names": ["device_put"],
+            "fix": "place the batches on the device once, before the loop"}
+
+
 # -- Keras 3 on JAX -------------------------------------------------------------------------------
 
 class _ArrayFeed:
@@ -502,7 +532,7 @@ def keras_small_steps():
 
 PROGRAMS = {f.__name__: f for f in (jax_input, jax_eager, jax_recompile, jax_compute, keras_fit,
                                      keras_run_eagerly, keras_small_steps, jax_python_between, keras_slow_callback,
-                                     keras_predict_loop, jax_sync)}
+                                     keras_predict_loop, jax_sync, jax_h2d)}
 
 
 # -- one program, in its own process --------------------------------------------------------------

@@ -206,3 +206,32 @@ def test_host_to_device_copies_name_the_arrays_jax_puts_each_step(monkeypatch):
     assert facts["host-to-device copies per step"] == 2.0, facts
     assert facts["arrays put on the device per step"] == "f32[256,64,64,3] x1, s32[256] x1", facts
     assert found.title == "Host-to-device copies: 2 per step" and "Rescaling" in found.fix
+
+
+def test_a_batch_put_on_the_device_every_step_is_named_live_and_its_fixed_twin_is_not(tmp_path):
+    """A loop that jax.device_puts a fresh 16 MB batch before each small jitted step, captured now,
+    gets the host-to-device finding; the same loop over batches placed on the device before the
+    loop does not."""
+    pytest.importorskip("jax")
+    runs = {}
+    for variant, batch in (("slow", "jax.device_put(host[i % 2])"), ("fixed", "placed[i % 2]")):
+        script = textwrap.dedent(f"""
+            import jax, jax.numpy as jnp, numpy as np
+            host = [np.random.default_rng(k).standard_normal((2048, 2048)).astype(np.float32) for k in range(2)]
+            placed = [jax.device_put(h) for h in host]
+            step = jax.jit(lambda w, x: (w - 1e-6 * (x[:128].T @ (x[:128] @ w)), jnp.mean(x)))
+            w = jnp.ones((2048, 32), jnp.float32)
+            w, m = step(w, placed[0]); m.block_until_ready()
+            jax.profiler.start_trace({str(tmp_path / variant)!r})
+            for i in range(6):
+                w, m = step(w, {batch})
+                m.block_until_ready()
+            jax.profiler.stop_trace()
+        """)
+        env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+        subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=300, capture_output=True)
+        runs[variant] = analyze(str(tmp_path / variant)).runs[0]
+    h2d = [b for b in runs["slow"].bottlenecks if b.kind == "host_to_device"]
+    assert h2d and "jax.device_put" in h2d[0].title, [(b.kind, b.title) for b in runs["slow"].bottlenecks]
+    assert not any(b.kind == "host_to_device" for b in runs["fixed"].bottlenecks), \
+        [(b.kind, b.title) for b in runs["fixed"].bottlenecks]

@@ -204,6 +204,9 @@ def _keras_jax_steps(trace: Trace) -> Steps | None:
     return _from_rows(trace, mask, "function 'iterator_step' (Keras 3 on JAX)", "function", note)
 
 
+_JAX_STAGING = (f"{JIT_CALL}stage)",)
+
+
 def _jit_calls(trace: Trace) -> Steps | None:
     """A JAX loop calls its jitted step (`PjitFunction(train_step)` on the main thread) once per
     iteration: the jitted function called at least MIN_CALLS times that holds most of the main
@@ -220,6 +223,11 @@ def _jit_calls(trace: Trace) -> Steps | None:
     names = ev["name"][rows]
     time = np.bincount(names, ev["dur_ps"][rows].astype(np.float64), len(trace.names))
     count = np.bincount(names, minlength=len(trace.names))
+    # JAX's own staging of host data (`jnp.asarray(batch)` runs `PjitFunction(stage)`) is called as
+    # often as the step, and copying a big batch takes longer: it is the step only if alone.
+    staged = [c for c in np.flatnonzero(count).tolist() if trace.names[c] in _JAX_STAGING]
+    if staged and (count >= MIN_CALLS).sum() > len(staged):
+        time[staged] = 0
     best = int(np.argmax(np.where(count >= MIN_CALLS, time, -1)))
     if count[best] < MIN_CALLS or time[best] < MIN_JIT_SHARE * time.sum():
         return None

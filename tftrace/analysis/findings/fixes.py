@@ -67,6 +67,9 @@ _FIXES = {
         "predict": ("Overlap it with the model: load and preprocess in a tf.data pipeline (`Dataset.map(..., "
                     "num_parallel_calls=tf.data.AUTOTUNE)` + `prefetch`) or a background thread, process several "
                     "items per call, and cache what does not change."),
+        "jax": ("Overlap it with the device: JAX dispatches jitted calls asynchronously, so prepare the next batch "
+                "(in a background thread for heavy loading) before reading anything back from this step, process "
+                "several items per call, and cache what does not change."),
     },
     "gaps": {
         "keras": ("Work between steps stalls the model: trim per-batch callbacks, log less often, and raise "
@@ -190,7 +193,8 @@ _FIXES = {
     "h2d": {
         "any": ("Prefetch to the device (`tf.data.experimental.prefetch_to_device` or a distribution strategy's "
                 "dataset), use pinned host memory, and send smaller dtypes (uint8 images, cast on the device)."),
-        "jax": ("Put the data on the device before the loop when it fits (one `jax.device_put`, then index batches "
+        "jax": ("Each step copies its batch from host memory while the model waits. Put the data on the device "
+                "before the loop when it fits (one `jax.device_put`, then index batches "
                 "inside the jitted step), or copy batch n+1 while step n runs (`jax.device_put` it before calling the "
                 "step, e.g. flax's `jax_utils.prefetch_to_device(iterator, 2)`); send smaller dtypes (uint8 images, "
                 "bfloat16) and cast inside the jitted step; pass Python scalars as arrays made once, not new each call."),

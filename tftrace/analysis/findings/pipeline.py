@@ -89,7 +89,7 @@ def detect(ctx: Context) -> list[Finding]:
     fix = pipeline_fix([k for k, ps, _ in kinds[:2] if ps >= 0.15 * (sum(p for _, p, _ in kinds) or 1)], has)
     if tl.device_busy is None:
         out += _on_the_host(ctx, kinds, title, facts + where, fix)
-    if tl.device_busy is not None and b.input > 0:
+    if tl.device_busy is not None and b.input > 0 and not ctx.jax:  # JAX runs: host_to_device.detect
         out.append(host_to_device(ctx))
     wait = tl.fraction(tl.input_wait) if tl.input_wait is not None else 0.0
     if wait > 0:
