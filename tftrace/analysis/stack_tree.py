@@ -111,7 +111,7 @@ def _number(tree: StackTree) -> tuple[np.ndarray, np.ndarray]:
     size = np.ones(n, np.int64)
     levels = tree.levels()
     for level in reversed(levels[1:]):  # deepest first: each level hands its sizes to its parents
-        size += np.bincount(tree.parent[level], size[level], minlength=n).astype(np.int64)
+        np.add.at(size, tree.parent[level], size[level])
     # Where a node starts among its siblings: the sizes of the siblings before it.
     by_parent = np.argsort(tree.parent, kind="stable")
     before = np.cumsum(size[by_parent]) - size[by_parent]

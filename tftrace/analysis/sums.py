@@ -5,12 +5,20 @@ from __future__ import annotations
 import numpy as np
 
 _LOW_BITS = 24
+# numpy 2 adds with ufunc.at at bincount's speed or better, in integers; older numpy's ufunc.at
+# is many times slower, and bincount sums in float64.
+_FAST_AT = int(np.__version__.split(".")[0]) >= 2
 
 
 def exact_sums(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """int64 sums of `values` per key in [0, size): each half of the values' bits is summed in
-    float64 separately, where every partial sum stays far below 2**53, so nothing rounds."""
+    """int64 sums of `values` per key in [0, size). With older numpy, each half of the values'
+    bits is summed in float64 separately, where every partial sum stays far below 2**53, so
+    nothing rounds."""
     values = np.asarray(values, np.int64)
+    if _FAST_AT:
+        out = np.zeros(size, np.int64)
+        np.add.at(out, keys, values)
+        return out
     low = np.bincount(keys, weights=values & ((1 << _LOW_BITS) - 1), minlength=size)
     high = np.bincount(keys, weights=values >> _LOW_BITS, minlength=size)
     return (high.astype(np.int64) << _LOW_BITS) + low.astype(np.int64)
