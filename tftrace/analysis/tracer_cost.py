@@ -62,8 +62,7 @@ def tracer_cost(trace: Trace, tl: Timeline, b: Breakdown) -> TracerCost | None:
 
 def tracer_notes(cost: TracerCost, bound: str) -> tuple[str, ...]:
     """What the tracer adds, and, when it matters, the verdict without it (notes are short)."""
-    notes = [f"the Python tracer recorded {cost.calls_per_step:,.0f} calls a step: at ~{cost.ps_per_call / 1e6:.1f} us each "
-             "(timed against the tracer's own shortest events), "
+    notes = [f"the Python tracer recorded {cost.calls_per_step:,.0f} calls a step: at ~{cost.ps_per_call / 1e6:.1f} us each, "
              f"~{cost.ps_per_step / 1e9:.2f} ms ({cost.share:.0%}) of each step is the profiler's own"]
     if cost.verdict_without != bound:
         notes.append(f"without the tracer's time the run reads {cost.verdict_without.replace('_', ' ')}-bound: capture "
