@@ -63,8 +63,8 @@ def detect(ctx: Context) -> list[Finding]:
                  f"{waited.sum() / n / 1e9:.2f} ms per step")
     else:
         title = f"Device-to-host sync every step ({read}): the host waits {waited.sum() / n / 1e9:.2f} ms per step"
-    return [Finding("device_sync", title, share, facts, fix_for("device_sync", "keras" if keras else "custom", read=read),
-                    ctx.projected(float(saved.sum())), "host_overhead")]
+    fix = fix_for("device_sync", "keras" if keras else "custom", read=read)
+    return [Finding("device_sync", title, share, facts, fix, ctx.projected(float(saved.sum())), "host_overhead")]
 
 
 def _on(w_start, w_end, busy, lo, hi) -> np.ndarray:
@@ -121,8 +121,8 @@ def _await_pairs(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     for skip in (0, 1):
         u = t[skip:]
         u = u[: len(u) // 2 * 2]
-        s, e = u[0::2], u[1::2]
-        s, e = s[ctx.inside(s) >= 0], e[ctx.inside(s) >= 0]
+        keep = ctx.inside(u[0::2]) >= 0
+        s, e = u[0::2][keep], u[1::2][keep]
         on_device = int(covered(*ctx.tl.busy, s, e).sum()) if len(s) else 0
         if on_device > most:
             best, most = (s, e), on_device
