@@ -235,3 +235,35 @@ def test_a_batch_put_on_the_device_every_step_is_named_live_and_its_fixed_twin_i
     assert h2d and "jax.device_put" in h2d[0].title, [(b.kind, b.title) for b in runs["slow"].bottlenecks]
     assert not any(b.kind == "host_to_device" for b in runs["fixed"].bottlenecks), \
         [(b.kind, b.title) for b in runs["fixed"].bottlenecks]
+
+
+def test_keras_reads_logs_on_the_loop_thread_only_when_a_callback_overrides_batch_end(tmp_path):
+    """Keras 3 on JAX converts each batch's logs in worker threads unless a callback overrides
+    `on_train_batch_end`; only then does the loop's own thread wait for the device every batch.
+    Both fits captured now: the sync is named for the second only, with the callback's hook."""
+    pytest.importorskip("jax")
+    pytest.importorskip("keras")
+    script = textwrap.dedent(f"""
+        import os
+        os.environ["KERAS_BACKEND"] = "jax"
+        import numpy as np, keras, jax
+        x = np.random.rand(1536, 512).astype("float32"); y = np.random.rand(1536, 1).astype("float32")
+        model = keras.Sequential([keras.Input((512,)), keras.layers.Dense(1024, activation="relu"),
+                                  keras.layers.Dense(1024, activation="relu"), keras.layers.Dense(1)])
+        model.compile("adam", "mse")
+        class Watch(keras.callbacks.Callback):
+            def on_train_batch_end(self, batch, logs=None):
+                self.last = batch
+        model.fit(x, y, batch_size=128, epochs=1, verbose=0)
+        for name, callbacks in (("async", []), ("batch_end", [Watch()])):
+            jax.profiler.start_trace(os.path.join({str(tmp_path)!r}, name))
+            model.fit(x, y, batch_size=128, epochs=1, verbose=0, callbacks=callbacks)
+            jax.profiler.stop_trace()
+    """)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "KERAS_BACKEND": "jax"}
+    subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=300, capture_output=True)
+    kinds = {name: [b for b in analyze(str(tmp_path / name)).runs[0].bottlenecks if b.kind == "device_sync"]
+             for name in ("async", "batch_end")}
+    assert not kinds["async"], [b.title for b in kinds["async"]]
+    assert kinds["batch_end"] and "Keras reads each batch's logs" in kinds["batch_end"][0].title
+    assert "on_train_batch_end" in kinds["batch_end"][0].evidence

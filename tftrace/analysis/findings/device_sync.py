@@ -18,6 +18,7 @@ from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.intervals import covered, merge
+from tftrace.model.names import JIT_CALL
 
 MIN_SHARE = 0.05  # of wall time
 # Functions whose call reads a device value back (the Python tracer's `$file:line name`), with
@@ -91,7 +92,7 @@ def _waits(ctx: Context):
             read_of[code] = "np.asarray(x)"
     starts, ends, labels = [], [], []
     if read_of:
-        rows = np.flatnonzero(trace.named(list(read_of)) & ctx.main_thread)
+        rows = np.flatnonzero(trace.named(list(read_of)) & _loop_thread(ctx))
         rows = rows[ctx.inside(ev["start_ps"][rows]) >= 0]
         starts.append(ev["start_ps"][rows])
         ends.append(ev["start_ps"][rows] + ev["dur_ps"][rows])
@@ -107,6 +108,19 @@ def _waits(ctx: Context):
     return s, e, label, keras
 
 
+def _loop_thread(ctx: Context) -> np.ndarray:
+    """Per event: on the thread that runs the loop. JAX names every Python thread's line
+    `python`; Keras' worker threads, which read the logs when callbacks allow it, wait there
+    without holding the loop back. The loop's thread is the one that dispatches the jitted calls."""
+    main = ctx.main_thread
+    calls = ctx.rows_named(lambda name: name.startswith(JIT_CALL))
+    calls = calls[main[calls]]
+    if not len(calls):
+        return main
+    line = np.bincount(ctx.trace.events["line"][calls]).argmax()
+    return main & (ctx.trace.events["line"] == line)
+
+
 def _await_pairs(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     """PJRT's Await events on the main thread inside steps, paired in time order: one where a
     blocking wait starts, one where it ends. A capture may begin inside a wait (its first event
@@ -114,7 +128,7 @@ def _await_pairs(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     if _AWAIT not in ctx.trace.names:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     ev = ctx.trace.events
-    rows = np.flatnonzero(ctx.trace.named([ctx.trace.names.index(_AWAIT)]) & ctx.main_thread)
+    rows = np.flatnonzero(ctx.trace.named([ctx.trace.names.index(_AWAIT)]) & _loop_thread(ctx))
     t = np.sort(ev["start_ps"][rows])
     best = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     most = -1
