@@ -191,7 +191,9 @@ def runs(tmp_path_factory):
     x, y = _data()
     out = {}
     model = _model()
-    cb = tftrace.TraceCallback(str(tmp / "pydataset"), fit_steps=(2, 8), evaluate_steps=None, predict_steps=None,
+    # Ten steps of the twelve: one step slowed by the machine (a shared CI core) stays a small
+    # share beside the pipeline's, which every step pays.
+    cb = tftrace.TraceCallback(str(tmp / "pydataset"), fit_steps=(2, 11), evaluate_steps=None, predict_steps=None,
                                python=True)
     model.fit(Augmented(x, y), epochs=1, verbose=0, callbacks=[cb])
     out["pydataset"] = cb.runs[0]
