@@ -99,6 +99,7 @@ def _addresses(kind: np.ndarray, bits: np.ndarray) -> np.ndarray:
 
 
 _NUMBERS = {"int": _ints, "fragmentation": _floats, "addr": _addresses}
+
 # Column -> (numpy type, value where the stat is absent).
 _COLUMNS = {**{k: (np.int64, -1) for k in INT_STATS}, **{k: (object, "") for k in STR_STATS},
             "allocator": (object, ""), "fragmentation": (np.float64, 0.0), "addr": (np.uint64, 0)}
