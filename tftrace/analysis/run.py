@@ -24,6 +24,7 @@ from tftrace.analysis.startup import startup_steps, steady
 from tftrace.analysis.median_step import step_view
 from tftrace.analysis.steps import STEP_FUNCTIONS, Steps, find_steps
 from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
+from tftrace.analysis.ran_ahead import ran_ahead_note
 from tftrace.analysis.tracer_cost import tracer_notes
 from tftrace.analysis.verdict import HIGHLY_INPUT, paced, verdict
 from tftrace.analysis.cut_short import window_note
@@ -131,7 +132,8 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
         mode=mode, mode_source=mode_source, eager=eager, steps=summary, breakdown=breakdown,
         verdict=measured_verdict(judged.verdict, experiment), bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
-        notes=_notes(len(hosts), timed.problems, steps, eager) + _tracer_notes(ctx, judged.verdict.bound),
+        notes=_notes(len(hosts), timed.problems, steps, eager) + _tracer_notes(ctx, judged.verdict.bound)
+        + (ran_ahead_note(tl) if ctx.jax else ()),
         host_op_ps=stats.host_self_ps,
         device_op_ps=stats.device_self_ps, per_host=host_rows(views),
         per_device=tuple(sorted((r for p in parts for r in p.device_rows), key=lambda r: (r.host, r.device))),

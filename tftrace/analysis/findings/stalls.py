@@ -12,6 +12,7 @@ from tftrace.analysis.findings.callbacks import hooks
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.overhead import ITERATOR_BUILDS
+from tftrace.analysis.ran_ahead import device_pace
 
 OUTLIER = 3.0  # a step this many times the median (with its gap) is a stall
 _SAVING = ("SaveV2", "MergeV2Checkpoints", "SaveSlices", "Save", "WriteFile", "ShardedFilename")
@@ -27,6 +28,8 @@ def detect(ctx: Context) -> list[Finding]:
         return []
     out = np.flatnonzero(full > OUTLIER * median)
     if not len(out) or len(out) > len(full) // 2:
+        return []
+    if ctx.jax and device_pace(ctx.tl) is not None:  # the slow steps pay for queued device work: no stall
         return []
     excess = int((full[out] - median).sum())
     numbers = [ctx.steps.numbers[i] for i in out]
