@@ -53,6 +53,11 @@ class Timeline:
     def wall_ps(self) -> int:
         return int(self.dur.sum() + self.idle.sum())
 
+    @property
+    def iterations(self) -> np.ndarray:
+        """Each step with the gap after it (the last has none): what one turn of the loop costs."""
+        return self.dur + np.r_[self.idle[1:], 0]
+
     def fraction(self, part: np.ndarray) -> float:
         return float(part.sum()) / self.wall_ps if self.wall_ps else 0.0
 

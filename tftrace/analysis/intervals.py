@@ -56,6 +56,16 @@ def covered(m_starts: np.ndarray, m_ends: np.ndarray, lo: np.ndarray, hi: np.nda
     return np.maximum(upto(hi) - upto(lo), 0)
 
 
+def overlap(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], lo: np.ndarray,
+            hi: np.ndarray) -> np.ndarray:
+    """For each window [lo, hi): how much of it two sets of merged intervals both cover
+    (|A| + |B| - |A or B|, each measured inside the window)."""
+    if not len(a[0]) or not len(b[0]):
+        return np.zeros(len(lo), np.int64)
+    either = merge(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+    return np.maximum(covered(*a, lo, hi) + covered(*b, lo, hi) - covered(*either, lo, hi), 0)
+
+
 def merge_rows(events, mask: np.ndarray, chunk: int = 1 << 18) -> tuple[np.ndarray, np.ndarray]:
     """merge() of the selected events' [start, end), one line at a time and a batch of rows at a
     time: a line's events come in time order and nest, so each batch collapses to few blocks

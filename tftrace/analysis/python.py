@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tftrace.analysis.stack_tree import StackTree, from_paths, stable_order, innermost_marked, outermost_of_frame, subtree_sums
+from tftrace.analysis.stack_tree import (StackTree, by_depth, from_paths, innermost_marked, outermost_of_frame,
+                                         subtree_sums)
 from tftrace.analysis.sums import exact_sums
 from tftrace.model.events import Trace
 from tftrace.model.report import FlameNode, PythonProfile, PythonRow
@@ -171,9 +172,7 @@ def _levels(line: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[np.nda
         # timsort merges in a pass or two.
         closed = np.searchsorted(np.sort(end[a:b], kind="stable"), start[a:b], side="right")
         depth[a:b] = np.arange(b - a) - closed
-    order = stable_order(depth)  # each level keeps its rows in time order
-    cuts = np.searchsorted(depth[order], np.arange(1, int(depth.max()) + 1))
-    return np.split(order, cuts)
+    return by_depth(depth)  # each level keeps its rows in time order
 
 
 def _nest(levels: list[np.ndarray], parent: np.ndarray, frame: np.ndarray) -> tuple[np.ndarray, StackTree]:

@@ -22,14 +22,13 @@ def device_pace(tl: Timeline) -> float | None:
         return None
     lo, hi = np.array([tl.start[0]]), np.array([(tl.start + tl.dur).max()])
     pace = float(covered(*tl.busy, lo, hi)[0]) / n
-    full = tl.dur + np.r_[tl.idle[1:], 0]  # each step with the gap after it
-    return pace if float(np.median(full)) < AHEAD * pace else None
+    return pace if float(np.median(tl.iterations)) < AHEAD * pace else None
 
 
 def ran_ahead_note(tl: Timeline) -> tuple[str, ...]:
     pace = device_pace(tl)
     if pace is None:
         return ()
-    full = tl.dur + np.r_[tl.idle[1:], 0]
-    return (f"the host ran ahead of the device: steps time its dispatch (median {np.median(full) / 1e9:.2f} ms); the "
-            f"device took {pace / 1e9:.2f} ms a step, paid where the loop waited",)
+    median = float(np.median(tl.iterations))
+    return (f"the host ran ahead of the device: steps time its dispatch (median {median / 1e9:.2f} ms); the device "
+            f"took {pace / 1e9:.2f} ms a step, paid where the loop waited",)

@@ -4,6 +4,7 @@ so sums over stacks are numpy passes a depth at a time, not a Python loop per st
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -21,13 +22,16 @@ class StackTree:
     def __len__(self) -> int:
         return len(self.frame)
 
+    @cached_property
     def levels(self) -> list[np.ndarray]:
-        """Nodes by depth, outermost first (within a level in node order); made once."""
-        if "_levels" not in self.__dict__:
-            order = stable_order(self.depth)
-            cuts = np.searchsorted(self.depth[order], np.arange(1, int(self.depth.max(initial=0)) + 1))
-            object.__setattr__(self, "_levels", np.split(order, cuts))
-        return self.__dict__["_levels"]
+        """Nodes by depth, outermost first (within a level in node order)."""
+        return by_depth(self.depth)
+
+    @cached_property
+    def preorder(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each node's subtree as the interval [start, end) of pre-order numbers (children in
+        node order)."""
+        return _number(self)
 
     def path(self, node: int) -> tuple[int, ...]:
         """The stack's frames, outermost first."""
@@ -38,12 +42,12 @@ class StackTree:
         return tuple(reversed(out))
 
 
-def stable_order(depth: np.ndarray) -> np.ndarray:
-    """np.argsort(depth, kind="stable") for depths from 0: as 16-bit keys where they fit, which
-    numpy sorts by radix, in one pass instead of a merge sort's log n."""
-    if len(depth) and int(depth.max()) < 2 ** 15:
-        depth = depth.astype(np.int16)
-    return np.argsort(depth, kind="stable")
+def by_depth(depth: np.ndarray) -> list[np.ndarray]:
+    """Indexes grouped by depth (from 0), shallowest first, each group in index order. The
+    stable sort is by radix where depths fit 16 bits: one pass instead of a merge sort's log n."""
+    keys = depth.astype(np.int16) if len(depth) and int(depth.max()) < 2 ** 15 else depth
+    order = np.argsort(keys, kind="stable")
+    return np.split(order, np.searchsorted(depth[order], np.arange(1, int(depth.max(initial=0)) + 1)))
 
 
 def from_paths(paths: list[tuple[int, ...]]) -> tuple[StackTree, np.ndarray]:
@@ -74,7 +78,7 @@ def subtree_sums(tree: StackTree, node: np.ndarray, column: np.ndarray, ps: np.n
     subtree is one run of pre-order numbers, so its sum is a difference of prefix sums."""
     n = len(tree)
     own = exact_sums(node * columns + column, ps, n * columns).reshape(n, columns)
-    start, end = preorder(tree)
+    start, end = tree.preorder
     prefix = np.zeros((n + 1, columns), np.int64)
     prefix[start + 1] = own
     np.cumsum(prefix, axis=0, out=prefix)
@@ -89,7 +93,7 @@ def outermost_of_frame(tree: StackTree) -> np.ndarray:
     n = len(tree)
     if n == 0:
         return np.ones(0, bool)
-    start, end = preorder(tree)
+    start, end = tree.preorder
     order = np.argsort(tree.frame * n + start)
     frame_base = tree.frame[order] * n  # keys of one frame stay within [frame * n, frame * n + n]
     reach = np.maximum.accumulate(frame_base + end[order])
@@ -98,18 +102,10 @@ def outermost_of_frame(tree: StackTree) -> np.ndarray:
     return ~under
 
 
-def preorder(tree: StackTree) -> tuple[np.ndarray, np.ndarray]:
-    """Each node's subtree as the interval [start, end) of pre-order numbers (children in node
-    order); made once."""
-    if "_preorder" not in tree.__dict__:
-        object.__setattr__(tree, "_preorder", _number(tree))
-    return tree.__dict__["_preorder"]
-
-
 def _number(tree: StackTree) -> tuple[np.ndarray, np.ndarray]:
     n = len(tree)
     size = np.ones(n, np.int64)
-    levels = tree.levels()
+    levels = tree.levels
     for level in reversed(levels[1:]):  # deepest first: each level hands its sizes to its parents
         np.add.at(size, tree.parent[level], size[level])
     # Where a node starts among its siblings: the sizes of the siblings before it.
@@ -130,7 +126,7 @@ def _number(tree: StackTree) -> tuple[np.ndarray, np.ndarray]:
 def innermost_marked(tree: StackTree, decides: np.ndarray, value: np.ndarray) -> np.ndarray:
     """Per node, `value` of the innermost frame on its stack whose frame `decides` (-1 if none)."""
     out = np.full(len(tree), -1, np.int64)
-    for level in tree.levels():
+    for level in tree.levels:
         up = tree.parent[level]
         inherited = np.where(up >= 0, out[np.maximum(up, 0)], -1)
         mine = decides[tree.frame[level]]

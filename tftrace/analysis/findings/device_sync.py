@@ -17,7 +17,7 @@ import numpy as np
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
-from tftrace.analysis.intervals import covered, merge
+from tftrace.analysis.intervals import covered, merge, overlap
 from tftrace.model.names import JIT_CALL
 
 MIN_SHARE = 0.05  # of wall time
@@ -41,13 +41,12 @@ def detect(ctx: Context) -> list[Finding]:
     w_start, w_end = merge(*waits[:2])
     lo, hi = ctx.tl.start, ctx.tl.start + ctx.tl.dur
     waited = covered(w_start, w_end, lo, hi)
-    busy = _on(w_start, w_end, ctx.tl.busy, lo, hi)  # the device (or XLA:CPU) working while the host waits
+    busy = overlap((w_start, w_end), ctx.tl.busy, lo, hi)  # the device (or XLA:CPU) working while the host waits
     if np.median(busy) <= 0:  # not a wait of every step
         return []
-    gap_after = np.r_[ctx.tl.idle[1:], 0]
     # The host's other work, less what JAX's Python tracer itself adds to it: untraced, that much
     # less of the device's time would be left to hide it under.
-    other_host = np.maximum(ctx.tl.dur + gap_after - waited - ctx.tracer_ps, 0)
+    other_host = np.maximum(ctx.tl.iterations - waited - ctx.tracer_ps, 0)
     saved = np.minimum(busy, other_host)
     share = float(saved.sum()) / ctx.wall_ps
     if share < MIN_SHARE:
@@ -66,16 +65,6 @@ def detect(ctx: Context) -> list[Finding]:
         title = f"Device-to-host sync every step ({read}): the host waits {waited.sum() / n / 1e9:.2f} ms per step"
     fix = fix_for("device_sync", "keras" if keras else "custom", read=read)
     return [Finding("device_sync", title, share, facts, fix, ctx.projected(float(saved.sum())), "host_overhead")]
-
-
-def _on(w_start, w_end, busy, lo, hi) -> np.ndarray:
-    """Per window [lo, hi), how much of the waits the busy intervals cover."""
-    b_start, b_end = busy
-    if not len(w_start) or not len(b_start):
-        return np.zeros(len(lo), np.int64)
-    # The intersection of two unions: |A| + |B| - |A u B|, each measured inside the window.
-    both = merge(np.concatenate([w_start, b_start]), np.concatenate([w_end, b_end]))
-    return np.maximum(covered(w_start, w_end, lo, hi) + covered(b_start, b_end, lo, hi) - covered(*both, lo, hi), 0)
 
 
 def _waits(ctx: Context):

@@ -13,7 +13,7 @@ from tftrace.analysis.classify import category_of_type
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
-from tftrace.analysis.intervals import covered, merge
+from tftrace.analysis.intervals import covered, merge, overlap
 
 MIN_SHARE = 0.05  # of wall time
 _PUT = "BufferFromHostBuffer("  # PJRT making a device buffer from host memory; the name holds its shape
@@ -45,9 +45,8 @@ def detect(ctx: Context) -> list[Finding]:
     ev = ctx.trace.events
     lo, hi = ctx.tl.start, ctx.tl.start + ctx.tl.dur
     moving = merge(ev["start_ps"][rows], ev["start_ps"][rows] + ev["dur_ps"][rows])
-    model = _model_compute(ctx)
-    both = merge(np.concatenate([moving[0], model[0]]), np.concatenate([moving[1], model[1]]))
-    alone = np.maximum(covered(*both, lo, hi) - covered(*model, lo, hi), 0)  # moving, and no op of the model runs
+    # Moving data while no op of the model runs.
+    alone = covered(*moving, lo, hi) - overlap(moving, _model_compute(ctx), lo, hi)
     share = float(alone.sum()) / ctx.wall_ps
     if share < MIN_SHARE:
         return []

@@ -20,7 +20,7 @@ _SAVE_CALLBACKS = ("ModelCheckpoint", "BackupAndRestore")
 
 
 def detect(ctx: Context) -> list[Finding]:
-    full = ctx.tl.dur + np.concatenate([ctx.tl.idle[1:], [0]])  # each step with the gap after it
+    full = ctx.tl.iterations
     if len(full) < 4:
         return []
     median = float(np.median(full))
