@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Iterable, NamedTuple
 
 from tftrace.analysis.breakdown import is_pipeline_op
-from tftrace.model.names import Op
+from tftrace.model.names import OPTIMIZER_SCOPES, Op, names_convolution
 
 CATEGORIES = ("matmul", "convolution", "reduction", "reshape", "elementwise", "activation",
               "normalization", "pooling", "dropout", "optimizer", "loss", "input", "transfer",
@@ -74,8 +74,6 @@ _TYPES = {
 _BY_TYPE = {t: cat for cat, types in _TYPES.items() for t in types}
 _BY_TYPE_LOWER = {t.lower(): cat for t, cat in _BY_TYPE.items()}
 _TYPE_PREFIXES = ("_MklNative", "_Mkl", "_FusedBatchNorm", "_Fused", "_ITEX", "_Quantized")
-OPTIMIZER_SCOPES = {"adam", "adamw", "sgd", "rmsprop", "adagrad", "adadelta", "adamax", "nadam",
-                     "ftrl", "lion", "optimizer", "sgd_optimizer", "momentum", "lamb", "adafactor"}
 LOSS_SCOPES = {"compile_loss", "loss", "losses"}
 METRIC_SCOPES = {"compile_metrics", "metrics"}
 # Scopes that wrap a whole model or function call, not a layer.
@@ -187,7 +185,7 @@ def _judge_xla(op: Op, layer_names: frozenset[str]) -> Attribution:
         if not skip and _LAYER_LIKE.match(inner):
             scopes.append(inner)
     bare = [_bare(s).lower() for s in scopes]
-    category = category_of_type(op.type)
+    category = _xla_category(op.type, segments)
     if any(s in OPTIMIZER_SCOPES for s in bare):
         return Attribution("optimizer", "", "optimizer")
     if category not in ("transfer", "collective") and any(_is_loss_scope(s) for s in bare):
@@ -199,6 +197,66 @@ def _judge_xla(op: Op, layer_names: frozenset[str]) -> Attribution:
             layer = name
             break
     return Attribution(category, layer, "backward" if backward else "forward")
+
+
+# JAX's primitives (the last segment of a scope path) by category; the rest are elementwise.
+_PRIMITIVES = (
+    (("conv_general_dilated",), "convolution"), (("dot_general", "ragged_dot"), "matmul"),
+    (("reduce_window", "select_and_scatter", "select_and_gather"), "pooling"),
+    (("reduce_", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"), "reduction"),
+    (("transpose", "reshape", "broadcast_in_dim", "concatenate", "slice", "dynamic_slice", "dynamic_update_slice",
+      "gather", "scatter", "pad", "squeeze", "expand_dims", "rev", "iota", "copy"), "reshape"),
+    (("threefry", "random_", "rng_"), "dropout"),
+)
+_ACTIVATIONS = {"relu", "relu6", "gelu", "silu", "swish", "sigmoid", "softmax", "log_softmax", "tanh", "elu", "selu",
+                "softplus", "leaky_relu", "hard_sigmoid", "mish"}
+_GENERIC = ("elementwise", "reshape", "reduction", "matmul", "other", "transfer")  # what a fusion's name alone says
+
+
+def _xla_category(op_type: str, segments: list[str]) -> str:
+    """An XLA op's category: a library kernel's (cuDNN, cuBLAS) or a collective's from its type;
+    a fusion's from the primitive its HLO was made from (`ynn_fusion` running
+    `conv_general_dilated` is a convolution), an activation inside `jit(relu)` and the like."""
+    if op_type == "copy" or op_type.endswith("copy_fusion"):  # a layout copy in the device's memory
+        return "reshape"
+    by_type = category_of_type(op_type)
+    if by_type not in _GENERIC or op_type.startswith(("cublas", "cudnn", "copy-", "memcpy")):
+        return by_type
+    primitive = segments[-1].lower()
+    for starts, category in _PRIMITIVES:
+        if primitive.startswith(starts):
+            return category
+    if any(seg.startswith(("jit(", "pjit(")) and seg[seg.index("(") + 1:-1] in _ACTIVATIONS for seg in segments):
+        return "activation"
+    return "elementwise" if primitive and by_type in ("transfer", "other") else by_type
+
+
+@lru_cache(maxsize=1 << 16)
+def scopes_of(op: Op) -> tuple[str, ...]:
+    """The scopes an op runs in, outermost first, without the wrappers around a whole call
+    (`StatefulPartitionedCall`, `gradient_tape`, `jit(f)`, `jvp(...)`): TF ops from their name,
+    XLA ops from their framework's scope path."""
+    if op.source:
+        out = []
+        for seg in op.source.split("/")[:-1]:
+            inner, skip = seg, False
+            while (m := _TRANSFORM.match(inner)) is not None:
+                skip |= m["fn"] in _FUNCTIONS
+                inner = m["inner"]
+            if not skip and _LAYER_LIKE.match(inner):
+                out.append(inner)
+        return tuple(out)
+    if op.kind not in ("tf", "device"):
+        return ()
+    return tuple(s for s in op.name.split("/")[:-1] if s and not _is_wrapper(s))
+
+
+def is_loss_scope(scope: str) -> bool:
+    return _is_loss_scope(_bare(scope).lower())
+
+
+def bare(scope: str) -> str:
+    return _bare(scope)
 
 
 # Op names repeat across steps and traces: judge each op once, its layer per trace.
@@ -264,6 +322,8 @@ def _kernel_category(lower: str) -> str:
         inner = category_of_type(lower[len("wrapped_"):])
         if inner != "other":
             return inner
+    if names_convolution(lower) and "pool" not in lower and "reduce_window" not in lower:
+        return "convolution"
     for needles, cat in _KERNEL_NEEDLES:
         if any(n in lower for n in needles):
             return cat
@@ -277,7 +337,6 @@ _KERNEL_NEEDLES = (
                                           "reduce-scatter", "reduce_scatter", "all-to-all", "all_to_all",
                                           "collective-permute", "collective_permute"), "collective"),
     (("reduce_window", "reduce-window", "select_and_scatter", "pool"), "pooling"),
-    (("conv", "fprop", "dgrad", "wgrad"), "convolution"),
     (("gemm", "matmul", "dot", "ynn_fusion", "xnn_fusion", "onednn"), "matmul"),
     (("softmax", "relu"), "activation"), (("batchnorm", "batch_norm", "batch-norm"), "normalization"),
     (("reduce",), "reduction"), (("transpose",), "reshape"), (("copy",), "transfer"),

@@ -298,7 +298,8 @@ class TraceCallback(keras.callbacks.Callback):
     def _describe(self, mode: str) -> dict:
         try:
             batch = (self.params or {}).get("batch_size")
-            return describe(self.model, mode=_MODES[mode], batch_size=batch)
+            return describe(self.model, mode=_MODES[mode], batch_size=batch,
+                            callbacks=list(getattr(self._callbacks, "callbacks", None) or ()))
         except Exception as e:  # metadata is a bonus; never fail the capture for it
             return {"mode": _MODES[mode], "error": f"{type(e).__name__}: {e}"}
 

@@ -42,10 +42,12 @@ def _params(layer) -> int:
         return -1
 
 
-def describe(model, mode: str, batch_size: int | None = None) -> dict:
-    """What analysis needs to name layers and show parameters beside time. Framework versions are
-    read from the modules already imported: a JAX run must not import TensorFlow for them."""
+def describe(model, mode: str, batch_size: int | None = None, callbacks=()) -> dict:
+    """What analysis needs to name layers and show parameters beside time, and the program's
+    configuration (capture/program.py). Framework versions are read from the modules already
+    imported: a JAX run must not import TensorFlow for them."""
     from tftrace.capture.backend import versions
+    from tftrace.capture.program import program_config
     layers = []
     for layer in _layers(model):
         layers.append({"name": layer.name, "class": type(layer).__name__, "params": _params(layer),
@@ -56,7 +58,7 @@ def describe(model, mode: str, batch_size: int | None = None) -> dict:
         "params": _params(model), "trainable_params": _trainable(model), "dtype_policy": _policy(model),
         "layers": layers, "layer_names": [x["name"] for x in layers],
         "layer_params": {x["name"]: x["params"] for x in layers},
-        "keras_version": "", **versions(),
+        "keras_version": "", **versions(), "program": program_config(model, callbacks),
     }
 
 

@@ -18,6 +18,28 @@ CALLBACK_MARK = "tftrace callback "
 _MEMCPY = ("MemcpyHToD", "MemcpyDToH", "MemcpyDToD", "MemcpyHToH", "MemcpyH2D", "MemcpyD2H", "MemcpyD2D", "MemcpyP2P")
 
 
+# The scopes Keras' optimizers run their updates in (`adam/`, `sgd_1/`; JAX's `jit(train_step)/adam/`).
+OPTIMIZER_SCOPES = {"adam", "adamw", "sgd", "rmsprop", "adagrad", "adadelta", "adamax", "nadam",
+                    "ftrl", "lion", "optimizer", "sgd_optimizer", "momentum", "lamb", "adafactor"}
+_SUFFIXED = re.compile(r"_\d+\Z")
+
+
+def in_optimizer(path: str) -> bool:
+    """Does a scope path (`jit(train_step)/adam_1/add`, `StatefulPartitionedCall/sgd/Mul`) run
+    inside an optimizer's scope?"""
+    return any(_SUFFIXED.sub("", s).lower() in OPTIMIZER_SCOPES for s in path.split("/"))
+
+
+# Where a kernel or HLO name says "convolution" (and `loop_convert_fusion`, a type conversion, does not).
+_CONV_MARKS = ("convolution", "convolve", "conv_", "conv-", "-conv", "conv1d", "conv2d", "conv3d", "fprop", "dgrad",
+               "wgrad", "nhwc", "nchw")
+
+
+def names_convolution(lower: str) -> bool:
+    """Does a lowercase kernel or HLO name name a convolution?"""
+    return any(k in lower for k in _CONV_MARKS) or lower.startswith("conv") and not lower.startswith("convert")
+
+
 # JAX records each call of a jitted function on the calling thread as `PjitFunction(<name>)`.
 JIT_CALL = "PjitFunction("
 
@@ -44,6 +66,7 @@ class Op(NamedTuple):
     # (a device kernel or op), "xla" (an XLA op run by the host: XLA:CPU's thunks)
     source: str = ""  # XLA ops: the framework's scope path (JAX `jit(f)/jvp(dense)/dot_general`)
     precision: str = ""  # device kernels: the arithmetic their name tells (fp32, tf32, bf16, fp16, fp8)
+    code: str = ""  # XLA ops: the Python that made the op, from the module's HLO (`loss_fn (train.py:42)`)
 
 
 def is_input_event(name: str, op: Op | None) -> bool:

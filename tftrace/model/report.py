@@ -11,6 +11,7 @@ from tftrace.model.display import HtmlDisplay
 from tftrace.model.errors import ReportError
 from tftrace.model.finding import Fact
 from tftrace.model.memory import Memory
+from tftrace.model.owners import OwnerRow
 from tftrace.model.step_view import StepView
 from tftrace.model.tables import TABLES
 
@@ -241,6 +242,7 @@ class RunReport:
     cut_short: str = ""  # a capture window that ended early (Ctrl-C, an error): by what, after how many steps
     experiment: Experiment | None = None  # figures timed apart after the capture, where one ran
     memory: Memory = Memory()  # per allocator: the peak, what holds it, the room left; memory findings
+    owners: tuple[OwnerRow, ...] = ()  # who in the program owns each part of a step, largest first
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,33 @@ def device_label(md, stat_names) -> tuple[str, Op | None]:
     return f"kernel:{md.name}", Op(md.name, _kernel_type(md.name), "device", "", precision(md.name))
 
 
+_UNDERSCORED = re.compile(r"_(\d+)\Z")
+_LIBRARY_CALLS = ("cublas", "cudnn", "custom-call", "__cublas", "triton_gemm", "gemm")
+
+
+def _instruction(hlo: str, kernel: str, module) -> str:
+    """The HLO instruction a kernel runs: its own, or inside a CUDA graph (`command_buffer_N`)
+    the one its kernel is named after (`fusion_55` runs `fusion.55`)."""
+    if not hlo.startswith("command_buffer"):
+        return hlo
+    short = short_kernel(kernel)
+    dotted = _UNDERSCORED.sub(r".\1", short)
+    return dotted if dotted in module.sources else short
+
+
+def _library_code(kernel: str, module) -> str:
+    """A library kernel (cuBLAS, cuDNN) inside a CUDA graph names no instruction: the Python most
+    of the module's library calls come from."""
+    if not short_kernel(kernel).lower().startswith(("sm", "cutlass", "ampere", "volta", "turing", "hopper", "void")) \
+            and "gemm" not in kernel.lower() and "conv" not in kernel.lower():
+        return ""
+    codes: dict[str, int] = {}
+    for name, code in module.code.items():
+        if code and name.startswith(_LIBRARY_CALLS):
+            codes[code] = codes.get(code, 0) + 1
+    return max(codes.items(), key=lambda kv: (kv[1], kv[0]))[0] if codes else ""
+
+
 def _kernel_type(kernel: str) -> str:
     if kernel.lower().startswith("memcpy"):
         return kernel
@@ -38,9 +65,12 @@ _LINKS = {"correlation_id": "correlation", "group_id": "group_id"}
 _TEXTS = ("tf_op", "annotation", "hlo_op", "hlo_module", "name")  # the stats that name a kernel's op
 
 
-def device_names(builder, line, name, stat_names) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def device_names(builder, line, name, stat_names, modules: dict | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """GPU kernels name the framework op that launched them in their own stats; they also carry
-    the correlation id of their launch and, in older traces, the step's group id."""
+    the correlation id of their launch and, in older traces, the step's group id. `modules`
+    (program id -> read/hlo_metadata.Module) give an XLA kernel the Python that made its op."""
+    names = [m.name for m in (modules or {}).values()]
+    by_name = {m.name: m for m in (modules or {}).values() if names.count(m.name) == 1}
     out = name.copy()
     links = {col: np.full(len(name), -1, np.int64) for col in _LINKS.values()}
     copies = {c for c in np.flatnonzero(np.bincount(name)).tolist() if builder.name_of(c).startswith(_COPIES)}
@@ -51,7 +81,7 @@ def device_names(builder, line, name, stat_names) -> tuple[np.ndarray, dict[str,
         if int(name[i]) not in copies:
             key = (int(name[i]), *(st.get(k) for k in _TEXTS))
             if key not in labelled:
-                labelled[key] = _kernel_op(st, builder.name_of(int(name[i])).removeprefix("kernel:"))
+                labelled[key] = _kernel_op(st, builder.name_of(int(name[i])).removeprefix("kernel:"), by_name)
             if labelled[key] is not None:
                 out[i] = builder.intern(*labelled[key])
                 builder.refine(int(out[i]), labelled[key][1])
@@ -96,7 +126,7 @@ def _decoded(table, data: bytes, n: int, stat_names) -> list[dict]:
     return out
 
 
-def _kernel_op(st: dict, kernel: str) -> tuple[str, Op] | None:
+def _kernel_op(st: dict, kernel: str, modules: dict) -> tuple[str, Op] | None:
     """The op a kernel runs, as (event name, Op): the TF op its stats name, else the XLA op."""
     for key in ("tf_op", "annotation"):
         if key in st:
@@ -105,5 +135,11 @@ def _kernel_op(st: dict, kernel: str) -> tuple[str, Op] | None:
             if parsed:
                 return f"{parsed[0]}:{parsed[1]}", Op(parsed[0], parsed[1], "device", "", precision(kernel))
     if "hlo_op" in st:
-        return hlo_op(st["hlo_op"], st.get("hlo_module", ""), st.get("name", ""), kernel)
+        module = modules.get(st.get("hlo_module", ""))
+        label, op = hlo_op(st["hlo_op"], st.get("hlo_module", ""), st.get("name", ""), kernel)
+        if module is not None:
+            instruction = _instruction(st["hlo_op"], kernel, module)
+            op = op._replace(source=op.source or module.sources.get(instruction, ""),
+                             code=module.code.get(instruction, "") or _library_code(kernel, module))
+        return label, op
     return None

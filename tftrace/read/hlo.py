@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tftrace.model.names import Op
+from tftrace.model.names import Op, names_convolution
 
 # `fusion.12`, `fusion_12`, `cudnn-conv-bias-activation.9`: HLO names with XLA's unique suffix.
 _SUFFIX = re.compile(r"(?:[._]\d+)+\Z")
@@ -34,7 +34,7 @@ def kernel_type(kernel: str) -> str:
     (fusions, `wrapped_*`) by HLO kind."""
     short = short_kernel(kernel)
     lower = short.lower()
-    if any(k in lower for k in ("fprop", "dgrad", "wgrad", "nhwc", "nchw", "conv")):
+    if names_convolution(lower):
         return "cudnn-conv"
     if "gemm" in lower and ("cublas" in lower or "xmma" in lower or "cutlass" in lower or lower.startswith(("sgemm", "hgemm"))):
         return "cublas-gemm"

@@ -14,7 +14,9 @@ from tftrace.read.lines import check_times, decode_line
 from tftrace.read.schema import XPlaneLazy, XSpaceLazy
 from tftrace.read import storage, wire
 from tftrace.read.device import device_label, device_names
+from tftrace.read.cpu_thunks import module_names
 from tftrace.read.hlo import XLA_CPU_THREADS, cpu_thunk, is_hlo_name
+from tftrace.read.hlo_metadata import read_modules
 from tftrace.read.memory_events import ALLOCATION, DEALLOCATION, memory_rows
 from tftrace.read.stats import stat_int, stat_value
 from tftrace.read.step_stats import PROBE, step_stats
@@ -76,17 +78,34 @@ def _read_space(wf: WireFile, path: str, builder: TraceBuilder, progress, host: 
     names = XSpaceLazy.FromString(b"".join(wire.raw(wf, fd) for fd in top if fd.number == _SPACE_HOSTNAMES))
     host = host or (names.hostnames[0] if names.hostnames else os.path.basename(path).split(".xplane.pb")[0])
     clock: dict = {}  # the file's time base (lines.decode_line), decided at its first line
-    for fd in planes:
-        _read_plane(wf, fd, host, builder, lambda done: progress(path, done, wf.size), clock)
+    planes = [(parts, _plane_name(wf, parts)) for parts in (list(fields(wf, fd.start, fd.end)) for fd in planes)]
+    # XLA modules' HLO (what names XLA:CPU's ops), read before the lines whose events it names.
+    modules = {k: m for parts, name in planes if name == _METADATA for k, m in _modules(wf, parts).items()}
+    for parts, name in planes:
+        _read_plane(wf, parts, name, host, builder, lambda done: progress(path, done, wf.size), clock, modules)
     if clock.get("base_ns"):  # absolute times, counted from the first line's: that is where the clock starts
         builder.profile_start_ns[host] = clock["base_ns"]
     progress(path, wf.size, wf.size)
 
 
-def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder, progress, clock: dict) -> None:
-    parts = list(fields(wf, fd.start, fd.end))
+def _modules(wf: WireFile, parts: list[Field]) -> dict:
+    """The plane's XLA modules; none where its HLO does not parse (names are then the thunks' own)."""
+    try:
+        return read_modules(wf, parts)
+    except (WireError, UnicodeDecodeError):
+        return {}
+
+
+def _plane_name(wf: WireFile, parts: list[Field]) -> str:
+    return XPlaneLazy.FromString(b"".join(wire.raw(wf, p) for p in parts if p.number == _PLANE_NAME)).name
+
+
+_METADATA = "/host:metadata"
+
+
+def _read_plane(wf: WireFile, parts: list[Field], name: str, host: str, builder: TraceBuilder, progress, clock: dict,
+                modules: dict) -> None:
     lines = [p for p in parts if p.number == _PLANE_LINES]
-    name = XPlaneLazy.FromString(b"".join(wire.raw(wf, p) for p in parts if p.number == _PLANE_NAME)).name
     if not lines and name != _TASK_ENVIRONMENT:
         # A plane of metadata only (`/host:metadata` holds each XLA module's HLO proto, which
         # reaches hundreds of MB where a jitted function closes over a large array): not read.
@@ -104,9 +123,9 @@ def _read_plane(wf: WireFile, fd: Field, host: str, builder: TraceBuilder, progr
         clock.setdefault("base_ns", line.base_ns)
         role = line_role(head.name, line.name)
         info = LineInfo(host, head.name, line.name or line.display_name, role)
-        codes = names.op_codes if role == "device_ops" else \
-            names.thunk_codes() if info.name.startswith(XLA_CPU_THREADS) and not info.on_device else names.codes
-        _add_line(builder, info, line, names, codes)
+        thunks = info.name.startswith(XLA_CPU_THREADS) and not info.on_device
+        codes = names.op_codes if role == "device_ops" else names.thunk_codes() if thunks else names.codes
+        _add_line(builder, info, line, names, codes, modules, thunks)
         del line  # one line in memory at a time
         progress(p.end)
 
@@ -170,16 +189,19 @@ class _PlaneNames:
         return self._thunks
 
 
-def _add_line(builder, info, line, names: "_PlaneNames", codes) -> None:
+def _add_line(builder, info, line, names: "_PlaneNames", codes, modules: dict | None = None,
+              thunks: bool = False) -> None:
     n = len(line)
     if n == 0:
         builder.add_line(info, *(np.zeros(0, np.int64),) * 3)
         return
     slot = _slots(names.keys, line.metadata_id)
     name = codes[slot]
+    if thunks:  # XLA:CPU's threads: each thunk named by the module that ran it
+        name = module_names(builder, line, name, names.stat_names, modules or {})
     stats = None
     if info.role == "device_ops":
-        name, stats = device_names(builder, line, name, names.stat_names)
+        name, stats = device_names(builder, line, name, names.stat_names, modules)
     elif not info.on_device:
         wanted = names.launch[slot] | (names.want[slot] if info.role in _MARKER_ROLES else False)
         rows = np.flatnonzero(wanted & line.has_stats & (names.misses[slot] < PROBE))

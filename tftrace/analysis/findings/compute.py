@@ -1,32 +1,23 @@
-"""Where the model's own compute goes: its heaviest layer (with its top op), and the op category
-when that category's time spreads over several layers."""
+"""Where the model's own compute goes, by owner: the layer (and its phase), the optimizer, a
+metric, a regularizer, the loss, the step function's own ops, copies; each finding says what
+about the owner costs that much (its class and settings, its op types, its op runs, how it is
+run), with the op types as evidence, never an op category on its own."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings.fixes import fix_for
+from tftrace.analysis.owners.how_run import how_run
+from tftrace.analysis.owners.of_ops import OUTSIDE
+from tftrace.model.owners import OwnerRow
 
-_CATEGORY_FIXES = {
-    "matmul": "Dense layers dominate: narrow them, use mixed precision (`keras.mixed_precision.set_global_policy('mixed_float16')` on GPU/TPU), or larger batches for better kernel efficiency.",
-    "convolution": "Convolutions dominate: fewer filters or depthwise-separable convolutions, channels-last layout, mixed precision on GPU/TPU, or XLA (`jit_compile=True`).",
-    "reshape": "Data movement (Reshape/Transpose/Concat) dominates: avoid Flatten on large feature maps (GlobalAveragePooling2D), and layout changes between layers; XLA (`jit_compile=True`) fuses many of them.",
-    "reduction": "Reductions dominate: check pooling/mean over large tensors; XLA (`jit_compile=True`) fuses them with their neighbours.",
-    "elementwise": "Many small elementwise ops: `jit_compile=True` (XLA) fuses them into few kernels.",
-    "activation": "Activations dominate: XLA (`jit_compile=True`) fuses them into the preceding op.",
-    "normalization": "Normalization dominates: fused batch norm (the default) on channels-last, or fewer norm layers.",
-    "pooling": "Pooling dominates: larger strides earlier, or GlobalAveragePooling instead of stacked pools.",
-    "dropout": "Dropout's random masks cost time in training only; at inference Keras skips them.",
-    "optimizer": "Optimizer updates dominate: fewer trainable weights (freeze more), or a fused optimizer / XLA.",
-    "loss": "The loss dominates: use from_logits=True losses and avoid Python-side metric work per step.",
-    "transfer": "Copies dominate: keep data on the device, prefetch to device, avoid .numpy() inside steps.",
-    "collective": "Collectives dominate: larger per-replica batches or gradient accumulation to amortize all-reduce.",
-    "other": "Look at the top ops below: the op types that lead are where a smaller or different layer would save time.",
-}
-_LAYER_FIX = ("Layer {layer} is where the model's compute goes: make it smaller (fewer {what}), replace it with a "
-              "cheaper kind of layer (its top op says which work dominates), or run it in mixed precision on GPU/TPU.")
-_WHAT = {"convolution": "filters, a smaller kernel, or a depthwise-separable convolution",
-         "matmul": "units", "reshape": "large reshapes (GlobalAveragePooling2D instead of Flatten)"}
-SPREAD = 0.6  # the category finding shows when its top layer holds less than this share of it
+OP_OWNERS = ("layer", "optimizer", "metric", "regularizer", "loss", "code", "step", "copy", "collective")
+_CONFIGURED = ("metric", "regularizer")  # owners the user configured: named whenever they hold a real share
+TOP = 2  # the heaviest op owners named (configured ones come on top of these)
+SPREAD = 0.6  # unused by the owners' findings; kept for callers that read it
 # Beside a pipeline that sets the step time (analysis.verdict.paced), by why it does.
 PACED_FACTS = {
     "busy": fact("the input pipeline sets the step time: with less compute a step waits longer for input and "
@@ -37,88 +28,159 @@ PACED_FACTS = {
 
 
 def detect(ctx: Context) -> list[Finding]:
-    b, ops = ctx.breakdown, ctx.ops
-    cats = [c for c in ops.categories if c.category != "input"]
-    model_ps = sum(c.self_ps for c in cats)
-    if b.compute <= 0 or not model_ps:
+    b = ctx.breakdown
+    if b.compute <= 0:
         return []
+    owners = _by_owner(ctx.owners.rows)
+    compute_ps = sum(o.compute_ps for o in owners)
+    if compute_ps <= 0:
+        return []
+    ranked = sorted(owners, key=lambda o: (-o.compute_ps, o.kind, o.name))
+    chosen = ranked[:TOP] + [o for o in ranked[TOP:] if o.kind in _CONFIGURED]
     out = []
-    layer_cat = ""
-    if ops.layers:
-        top = ops.layers[0]
-        share = top.self_ps / model_ps
-        top_op = max((e for e in ctx.table if e.layer == top.layer and e.category != "input"),
-                     key=lambda e: (e.self_ps, e.name), default=None)
-        layer_cat = top_op.category if top_op else ""
-        facts = [pct_fact(f"share of the model's op time in layer {top.layer}", share), ms_fact("its op time", top.self_ps)]
-        if top.params >= 0:
-            facts.append(fact("parameters", f"{top.params:,}"))
-        if top_op is not None:
-            facts.append(fact("its top op", f"{top_op.type} ({top_op.category}, {ms(top_op.self_ps)}, {top_op.phase})"))
-        fix = _LAYER_FIX.format(layer=top.layer, what=_WHAT.get(layer_cat, "units or channels"))
-        out.append(Finding("layer", f"Layer {top.layer}: {share:.0%} of the model's op time", b.compute * share,
-                           _paced(ctx, facts), fix, _projected(ctx, share), "compute"))
-    top = cats[0]
-    share = top.self_ps / model_ps
-    in_layer = sum(e.self_ps for e in ctx.table if ops.layers and e.layer == ops.layers[0].layer
-                   and e.category == top.category)
-    if top.category == "other":  # no category to name: the op type that holds the time is the evidence
-        out.append(_op_type(ctx, model_ps))
-    elif not ops.layers or top.category != layer_cat or in_layer < SPREAD * top.self_ps:
-        op_type, ps, total = _top_type(ctx, top.category)
-        of_cat = ps / max(total, 1)
-        facts = (pct_fact(f"share of the model's op time in {top.category} ops", share), ms_fact("their op time", top.self_ps),
-                 pct_fact(f"of it in {op_type} ops", of_cat))
-        out.append(Finding("category", f"Op category {top.category}: {share:.0%} of the model's op time, "
-                                       f"{of_cat:.0%} of it {op_type}",
-                           b.compute * share, _paced(ctx, facts), _CATEGORY_FIXES.get(top.category, _CATEGORY_FIXES["other"]),
-                           _projected(ctx, share), "compute"))
+    for o in chosen:
+        share = o.compute_ps / ctx.per_step_ps
+        if share <= 0:
+            continue
+        out.append(_finding(ctx, o, share, o.compute_ps / compute_ps))
     return out
 
 
-# Op types outside the known categories that say what to do about them.
-_TYPE_FIXES = (
-    (("PyFunc", "EagerPyFunc", "PyFuncStateless"), "`{type}` runs Python inside the graph under the GIL: do that work "
-     "with TensorFlow ops (or in the input pipeline, ahead of the step), or precompute it."),
-    (("StringFormat", "PrintV2", "Print", "Assert", "AsString", "StringJoin", "CheckNumerics"), "`{type}` is debugging "
-     "or logging work (tf.print, tf.debugging asserts, string formatting) inside the step: remove it, or run it every "
-     "N steps outside the compiled step."),
-)
-_TYPE_FIX = ("`{type}` takes the most of the model's op time: find where it runs (the op table lists each op with its "
-             "layer) and remove it from the step, run it less often, or replace it with a cheaper op.")
+class _Owner:
+    """One owner's rows (a layer's phases together), with its compute part and the rest."""
+
+    def __init__(self, kind: str, name: str):
+        self.kind, self.name = kind, name
+        self.rows: list[OwnerRow] = []
+
+    @property
+    def compute_ps(self) -> float:
+        return sum(r.compute_ps for r in self.rows)
+
+    @property
+    def wall_ps(self) -> int:
+        return sum(r.per_step_ps for r in self.rows)
 
 
-def _top_type(ctx: Context, category: str) -> tuple[str, int, int]:
-    """The op type that holds most of a category's time: (type, its time, the category's time)."""
-    by_type: dict[str, int] = {}
-    for e in ctx.table:
-        if e.category == category:
-            by_type[e.type] = by_type.get(e.type, 0) + e.self_ps
-    op_type, ps = max(by_type.items(), key=lambda kv: (kv[1], kv[0]))
-    return op_type, ps, sum(by_type.values())
+def _by_owner(rows) -> list:
+    """Op owners, a layer's phases merged."""
+    grouped: dict[tuple, _Owner] = {}
+    for r in rows:
+        if r.kind not in OP_OWNERS:
+            continue
+        o = grouped.setdefault((r.kind, r.name), _Owner(r.kind, r.name))
+        o.rows.append(r)
+    return list(grouped.values())
 
 
-def _op_type(ctx: Context, model_ps: int) -> Finding:
-    """The op type that leads among ops of no known category (a custom, Python or debug op)."""
-    op_type, ps, _total = _top_type(ctx, "other")
-    share = ps / model_ps
-    count = sum(e.count for e in ctx.table if e.type == op_type and e.category == "other")
-    facts = (pct_fact(f"share of the model's op time in {op_type} ops", share), ms_fact("their op time", ps),
-             fact("runs", count))
-    fix = next((text for types, text in _TYPE_FIXES if op_type in types), _TYPE_FIX).format(type=op_type)
-    return Finding("op_type", f"Op {op_type}: {share:.0%} of the model's op time", ctx.breakdown.compute * share,
-                   _paced(ctx, facts), fix, _projected(ctx, share), "compute")
+def _finding(ctx: Context, o: _Owner, share: float, of_model: float) -> Finding:
+    per_step = o.compute_ps  # per step
+    phases = defaultdict(float)
+    types: dict[str, int] = {}
+    runs = 0.0
+    for p in o.rows:
+        phases[p.phase or "-"] += p.compute_ps
+        runs += p.runs
+    facts = [pct_fact("share of each step in its ops", share), ms_fact("its ops' time per step", per_step),
+             pct_fact("of the model's op time", of_model), fact("op runs per step", round(runs, 1))]
+    top_types = o.rows[0].what if len(o.rows) == 1 else ", ".join(
+        dict.fromkeys(t for p in sorted(o.rows, key=lambda p: -p.compute_ps) for t in p.what.split(", ") if t))
+    if top_types:
+        facts.append(fact("its top op types", top_types))
+    if len(phases) > 1 or "backward" in phases:
+        total = sum(phases.values()) or 1
+        facts.append(fact("by phase", ", ".join(f"{k} {v / total:.0%}" for k, v in
+                                                 sorted(phases.items(), key=lambda kv: -kv[1]))))
+    dispatch = o.wall_ps - o.compute_ps
+    if dispatch > 0.02 * ctx.per_step_ps:
+        facts.append(ms_fact("and the host's dispatch of its op runs, per step", dispatch))
+    title, fix, more, kind = _describe(ctx, o, share)
+    facts += more
+    if not ctx.owners.program.known and o.kind in ("step", "metric", "regularizer"):
+        facts += [fact("unknown", u) for u in ctx.owners.program.unknown]
+    return Finding(kind, title, share, _paced(ctx, facts), fix, _projected(ctx, o.wall_ps * ctx.n, share), "compute")
 
 
-def _projected(ctx: Context, share: float) -> int:
-    """The mean step without `share` of the model's op time."""
+def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, str]:
+    """(title, fix, facts about what the owner is and how it runs, finding kind)."""
+    program = ctx.owners.program
+    if o.kind == "layer":
+        cls = program.layer_classes.get(o.name, "")
+        params = ctx.trace.sidecar.get("layer_params", {}).get(o.name, -1)
+        facts = [fact("class", cls)] if cls else []
+        if isinstance(params, int) and params >= 0:
+            facts.append(fact("parameters", f"{params:,}"))
+        if o.name in program.layer_config:
+            facts.append(fact("settings", program.layer_config[o.name]))
+        if o.name in program.layer_policies:
+            facts.append(fact("dtype policy", program.layer_policies[o.name]))
+        run = how_run(ctx, o.name)
+        head = f"Layer {o.name}" + (f" ({cls})" if cls else "")
+        if run is not None:
+            facts += run.facts
+            return f"{head}: {share:.0%} of each step, {run.title}", run.fix, facts, run.kind
+        top = o.rows[0].what.split(", ")[0] if o.rows[0].what else "its ops"
+        backward = sum(p.compute_ps for p in o.rows if p.phase == "backward") / max(o.compute_ps, 1)
+        phase = f", {backward:.0%} of it the backward pass" if backward >= 0.5 else ""
+        return (f"{head}: {share:.0%} of each step in its ops{phase}", fix_for("layer", name=o.name,
+                what=_WHAT.get(_category_of(ctx, o.name), "units or channels"), top=top), facts, "layer")
+    if o.kind == "optimizer":
+        facts = []
+        if program.optimizer:
+            facts.append(fact("optimizer", program.optimizer))
+        if program.trainable_weights >= 0:
+            facts.append(fact("weights it updates", program.trainable_weights))
+        if program.optimizer_extras:
+            facts.append(fact("settings that add work per weight", ", ".join(program.optimizer_extras)))
+        if program.constrained:
+            facts.append(fact("constraints applied after each update", "; ".join(program.constrained)))
+        extras = ", ".join(program.optimizer_extras + tuple(f"constraint {c}" for c in program.constrained))
+        key = "optimizer_extras" if extras else ("optimizer_jax" if ctx.jax else "optimizer")
+        return (f"Optimizer {o.name}: {share:.0%} of each step updating the weights", fix_for(key, extras=extras),
+                facts, "optimizer")
+    if o.kind == "metric":
+        configs = [program.metric_configs.get(m, m) for m in program.metrics] or [o.name]
+        facts = [fact("compiled metrics", ", ".join(configs))] if program.metrics else []
+        return (f"Metric {o.name}: {share:.0%} of each step computing it on every batch",
+                fix_for("metric", name=o.name), facts, "metric")
+    if o.kind == "regularizer":
+        return (f"Regularizer {o.name}: {share:.0%} of each step in the penalty and its gradient",
+                fix_for("regularizer", name=o.name), [], "regularizer")
+    if o.kind == "loss":
+        return (f"Loss {o.name}: {share:.0%} of each step", fix_for("loss", name=o.name), [], "loss")
+    if o.kind == "code":
+        return (f"Code {o.name}: {share:.0%} of each step in the ops it makes", fix_for("code", name=o.name),
+                [fact("where", o.name)], "code")
+    if o.kind in ("copy", "collective"):
+        return (f"{'Copies' if o.kind == 'copy' else 'Collectives'} ({o.name}): {share:.0%} of each step",
+                fix_for("transfer" if o.kind == "copy" else "collective"), [], o.kind)
+    name = "the step function's own ops outside any layer" if o.name == OUTSIDE else o.name
+    return (f"The step function's ops outside any layer: {share:.0%} of each step", fix_for("outside_layers"),
+            [fact("owner", name)], "step")
+
+
+_WHAT = {"convolution": "filters, a smaller kernel, or a depthwise-separable convolution",
+         "matmul": "units", "reshape": "large reshapes (GlobalAveragePooling2D instead of Flatten)"}
+
+
+def _category_of(ctx: Context, layer: str) -> str:
+    top = max((e for e in ctx.table if e.layer == layer and e.category != "input"),
+              key=lambda e: (e.self_ps, e.name), default=None)
+    return top.category if top else ""
+
+
+def _projected(ctx: Context, removed_ps: float, share: float) -> int:
+    """The mean step without the owner's ops and their dispatch."""
     if ctx.paced == "cores":  # steps last as long as the CPU work of pipeline and model together
         load = ctx.load
         return round(ctx.per_step_ps * (1 - share * load.model_ps / (load.cpu_ps + load.model_ps)))
     if ctx.paced:  # a lighter model waits longer for the pipeline
         return round(ctx.per_step_ps)
-    return ctx.projected(ctx.breakdown.compute * share * ctx.wall_ps)
+    return ctx.projected(removed_ps)
 
 
 def _paced(ctx: Context, facts) -> tuple:
     return (*facts, PACED_FACTS[ctx.paced]) if ctx.paced else tuple(facts)
+
+
+__all__ = ["detect", "ms", "SPREAD"]

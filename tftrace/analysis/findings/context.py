@@ -98,6 +98,12 @@ class Context:
         return round(min(t.ps_per_step, t.share * self.per_step_ps)) if t is not None else 0
 
     @cached_property
+    def owners(self):
+        """Every microsecond of the steps given to an owner in the program (analysis/owners)."""
+        from tftrace.analysis.owners.table import owner_table
+        return owner_table(self)
+
+    @cached_property
     def keras_jax(self) -> bool:
         """Keras 3 on JAX drove the steps (its trainer's Python is in the trace)."""
         return self.trace.has_prefix("$trainer.py:")

@@ -4,6 +4,8 @@ of its step that makes it slow, not on the loop; memory findings' on what holds 
 
 from __future__ import annotations
 
+from tftrace.analysis.owners.knowledge import BY_KEY
+
 _FIXES = {
     "retracing": {
         "any": ("Stop the retracing: pass tensors, not Python numbers or objects, to `{fn}` (a changing "
@@ -148,6 +150,60 @@ _FIXES = {
                 "off the step's path: prepare the next batch in a background thread (a `keras.utils.PyDataset` with "
                 "`workers`, or `jax.device_put` of batch n+1 while step n runs), and log every N steps."),
     },
+    "layer": {
+        "any": ("Layer {name} is where the model's compute goes (its top op: {top}): make it smaller (fewer {what}), "
+                "replace it with a cheaper kind of layer, or run it in mixed precision on GPU/TPU."),
+    },
+    "optimizer": {
+        "any": ("The optimizer runs about a dozen small ops per weight every step, each dispatched on its own: "
+                "compile the step with XLA (`model.compile(..., jit_compile=True)`) so the updates fuse, run several "
+                "steps per call (`steps_per_execution`), train fewer weights (freeze layers you do not fine-tune), "
+                "or use a simpler optimizer (SGD with momentum) where it trains as well."),
+    },
+    "optimizer_jax": {
+        "any": ("The optimizer's update touches every weight every step: train fewer weights (freeze what you do "
+                "not fine-tune), or use a simpler optimizer (SGD with momentum) where it trains as well."),
+    },
+    "optimizer_extras": {
+        "any": ("The optimizer's settings add a pass over every weight each step ({extras}): turn off what the "
+                "training does not need (`use_ema=False`, no `clipnorm` / `global_clipnorm`, constraints only where "
+                "they matter), or apply them less often (`ema_overwrite_frequency`, a constraint in a callback "
+                "every N steps)."),
+    },
+    "metric": {
+        "any": ("Metric {name} is computed on every training batch: compile it out of `fit` and compute it in "
+                "`evaluate` or a callback's `on_epoch_end`, make it cheaper (an AUC with fewer "
+                "`num_thresholds`), or run more steps per call (`steps_per_execution`) so its update is batched."),
+    },
+    "regularizer": {
+        "any": ("The penalty of {name} is computed, and differentiated, over the whole weight every step: use a "
+                "smaller coefficient-free alternative (the optimizer's `weight_decay`, one multiply per weight in the "
+                "update, no gradient pass), regularize fewer or smaller weights, or drop it where validation shows "
+                "no gain."),
+    },
+    "loss": {
+        "any": ("The loss takes a real share of the step: use the `from_logits=True` form of cross-entropies "
+                "(one fused op), keep the targets in the dtype the loss needs (no casts per step), and avoid "
+                "Python-side work inside a custom loss."),
+    },
+    "transfer": {
+        "any": ("Copies dominate: keep data on the device, prefetch to the device, and avoid `.numpy()` inside "
+                "steps."),
+    },
+    "collective": {
+        "any": "Collectives dominate: larger per-replica batches or gradient accumulation to amortize all-reduce.",
+    },
+    "code": {
+        "any": ("The ops {name} makes hold the step: that is the model's arithmetic. Do less of it (smaller "
+                "matrices, fewer passes), in a cheaper precision (bfloat16 on GPU/TPU), or fuse what is left "
+                "(one jitted function around the whole step)."),
+    },
+    "outside_layers": {
+        "any": ("These ops run in the step function outside every layer, loss and optimizer scope (a custom "
+                "train_step's own work, a metric, a weight penalty, sample weighting): name them with "
+                "`tf.name_scope('...')` or capture with `tftrace.TraceCallback`, whose sidecar records the "
+                "program's configuration, so their owner is known; then make that work cheaper or run it less often."),
+    },
     "device_idle": {
         "any": ("The host cannot keep the device fed: run the step as one compiled function (`jit_compile=True`), "
                 "raise `steps_per_execution`, prefetch to the device, and move per-step Python (logging, .numpy(), "
@@ -206,7 +262,10 @@ _FIXES = {
 
 
 def fix_for(cause: str, loop: str = "any", **names) -> str:
-    """The fix paragraph for a cause in a loop (falling back to the cause's general one)."""
+    """The fix paragraph for a cause in a loop (falling back to the cause's general one); the
+    knowledge table's causes (owners/knowledge.py) by framework (`loop` "jax" or any other)."""
+    if cause not in _FIXES and cause in BY_KEY:
+        return BY_KEY[cause].fixes["jax" if loop == "jax" else "tensorflow"]
     texts = _FIXES[cause]
     text = texts.get(loop) or texts.get("any") or next(iter(texts.values()))
     return text.format(**names) if names else text

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 
 from tftrace.analysis.findings.base import Finding, fact, ms_fact
-from tftrace.analysis.findings.callbacks import hooks
+from tftrace.analysis.hooks import hooks
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.overhead import ITERATOR_BUILDS

@@ -1,0 +1,52 @@
+"""How a layer is run, when that, not its size, is what costs: its convolutions between layout
+transposes, its inputs cast every step, float64 arithmetic, a loop run op by op instead of a
+fused kernel (the knowledge table's entries, read inside one layer)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tftrace.analysis.findings.base import Fact, fact, pct_fact
+from tftrace.analysis.owners.knowledge import BY_KEY, known
+
+MIN_OF_LAYER = 0.2  # the pattern's ops must hold this share of the layer's op time
+
+
+@dataclass(frozen=True)
+class HowRun:
+    kind: str  # the finding's kind: a knowledge key, or "precision"
+    title: str  # the end of the finding's title
+    facts: tuple[Fact, ...]
+    fix: str
+
+
+def how_run(ctx, layer: str) -> HowRun | None:
+    """What about how a layer runs costs it the most, if anything does."""
+    entries = [e for e in ctx.table if e.layer == layer and e.category != "input"]
+    total = sum(e.self_ps for e in entries)
+    if total <= 0:
+        return None
+    by_key: dict[str, int] = {}
+    types: dict[str, set] = {}
+    xla = ctx.jax
+    for e in entries:
+        k = known(e.type, xla)
+        if k is not None:
+            by_key[k.key] = by_key.get(k.key, 0) + e.self_ps
+            types.setdefault(k.key, set()).add(e.type)
+    framework = "jax" if ctx.jax else "tensorflow"
+    for key in ("layout", "casts", "while_loop", "debug_ops", "python_op"):
+        share = by_key.get(key, 0) / total
+        if share >= MIN_OF_LAYER:
+            entry = BY_KEY[key]
+            facts = (pct_fact(f"of the layer's op time in {', '.join(sorted(types[key]))}", share),
+                     fact("what puts it there", entry.why))
+            return HowRun(key, f"{share:.0%} of it {entry.title}", facts, entry.fixes[framework])
+    policy = ctx.owners.program.layer_policies.get(layer, "") or ctx.owners.program.dtype_policy
+    if "float64" in policy:
+        return HowRun("precision", "its arithmetic in float64",
+                      (fact("dtype policy", policy), fact("what puts it there", "the layer computes in float64: "
+                            "twice the memory traffic of float32, and no fused oneDNN or GPU tensor-core kernel")),
+                      ("Compute in float32: drop `dtype='float64'` from the layer (or "
+                       "`keras.config.set_floatx('float32')`), and give the data float32 in the input pipeline."))
+    return None

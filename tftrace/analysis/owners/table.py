@@ -1,0 +1,236 @@
+"""Every microsecond of each step given to an owner: the owners table.
+
+Each iteration of the loop (a step and the gap after it) is cut into the breakdown's parts,
+and each part is shared among the owners that hold it:
+  compute       the ops' owners (layers and phases, the loss, metrics, regularizers, the
+                optimizer...), by their ops' own time in that step;
+  input         the input pipeline's stages, by their own time (on device runs: the copies
+                that bring the batch in);
+  host overhead inside a step, no op running: callbacks' hooks, the user's Python functions
+                (their own time and the library calls they make), the profiler's estimated
+                cost; what is left is the runtime dispatching ops, given to the ops' owners by
+                how many ops they run (graph and eager TF steps), else to the framework;
+  idle          between steps: callbacks' hooks, the user's Python, the profiler, and the loop
+                that drives the steps (Keras', or the user's).
+Rows add up to the mean iteration: shares sum to 1. Pure: a Context in, frozen rows out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tftrace.analysis.classify import classify, layer_scopes, scopes_of
+from tftrace.analysis.eager_layers import eager_layers
+from tftrace.analysis.owners.claims import host_claims
+from tftrace.analysis.owners.of_ops import OwnerKey, Unscoped, op_owner
+from tftrace.analysis.owners.program import Program, program_of
+from tftrace.analysis.sums import exact_sums
+from tftrace.model.owners import OwnerRow
+
+_PARTS = ("compute", "input", "host_overhead", "idle")
+FRAMEWORK = OwnerKey("framework", "dispatch and runtime")
+_DISPATCHED = ("tf", "eager", "device")  # op kinds the host's runtime dispatches one by one (not XLA's thunks)
+
+
+@dataclass(frozen=True, eq=False)
+class Owners:
+    """The owners table (rows, largest share first) and, per iteration, each owner's wall time:
+    what uneven steps are compared by."""
+
+    rows: tuple[OwnerRow, ...] = ()
+    keys: tuple[OwnerKey, ...] = ()
+    wall: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))  # iterations x keys, ps
+    op_ps: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    runs: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float64))  # op runs or calls
+    program: Program = Program()
+
+    def row(self, kind: str, name: str | None = None) -> OwnerRow | None:
+        return next((r for r in self.rows if r.kind == kind and (name is None or r.name == name)), None)
+
+
+def owner_table(ctx) -> Owners:
+    tl = ctx.tl
+    n = len(tl.dur)
+    program = program_of(ctx.trace.sidecar)
+    if not n or tl.wall_ps <= 0:
+        return Owners(program=program)
+    key = _Keys()
+    op_ps, runs, dispatched, types = _op_matrix(ctx, program, key)
+    parts = _iteration_parts(tl)
+    claims = host_claims(ctx, key, parts)
+    width = len(key)
+    wall = np.zeros((n, width), np.float64)
+    by_part = np.zeros((len(_PARTS), width), np.float64)
+    for p, name in enumerate(_PARTS):
+        budget = parts[name]
+        share = _share_part(name, budget, op_ps, runs, dispatched, claims.get(name), ctx, key)
+        width = len(key)
+        if share.shape[1] < width:
+            share = np.pad(share, ((0, 0), (0, width - share.shape[1])))
+        if wall.shape[1] < width:
+            wall = np.pad(wall, ((0, 0), (0, width - wall.shape[1])))
+            by_part = np.pad(by_part, ((0, 0), (0, width - by_part.shape[1])))
+        wall += share
+        by_part[p] += share.sum(axis=0)
+    width = len(key)
+    op_ps = np.pad(op_ps, ((0, 0), (0, width - op_ps.shape[1])))
+    runs = np.pad(runs, ((0, 0), (0, width - runs.shape[1]))).astype(np.float64)
+    for name, table in claims.items():
+        for k, (_per, calls) in table.items():
+            runs[:, k] += calls
+    return Owners(_rows(key.keys, wall, op_ps, runs, by_part, types, claims, tl.wall_ps), tuple(key.keys),
+                  np.round(wall).astype(np.int64), op_ps, runs, program)
+
+
+def _outside_scopes(op) -> bool:
+    """An op of the step function's own, outside every layer, loss, metric and optimizer scope."""
+    return op.kind in ("tf", "device", "xla") and not scopes_of(op)
+
+
+class _Keys:
+    """Owners numbered as first met: `keys(owner)` is its column."""
+
+    def __init__(self):
+        self.keys: list[OwnerKey] = []
+        self._index: dict[OwnerKey, int] = {}
+
+    def __call__(self, owner: OwnerKey) -> int:
+        if owner not in self._index:
+            self._index[owner] = len(self.keys)
+            self.keys.append(owner)
+        return self._index[owner]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def _iteration_parts(tl) -> dict[str, np.ndarray]:
+    """Per iteration (a step and the gap after it), each part's ps."""
+    gap = np.r_[tl.idle[1:], 0].astype(np.float64)
+    return {"compute": tl.compute.astype(np.float64), "input": tl.input.astype(np.float64),
+            "host_overhead": tl.overhead.astype(np.float64), "idle": gap}
+
+
+def _op_matrix(ctx, program: Program, key):
+    """Per iteration and owner: the main side's op self time and op runs, and runs of ops the
+    host dispatches one by one; the op types behind each owner."""
+    trace, tl = ctx.trace, ctx.tl
+    n = len(tl.dur)
+    device = tl.device_busy is not None
+    side = trace.on_lines_table(lambda ln: ln.on_device if device else (not ln.on_device and ln.role != "data"))
+    scopes = layer_scopes(trace.ops.values(), trace.sidecar.get("layer_names", ()))
+    unscoped = Unscoped(program, {op.type for op in trace.ops.values() if _outside_scopes(op)})
+    owner = np.full(len(trace.names) + 1, -1, np.int64)
+    is_dispatched = np.zeros(len(trace.names) + 1, bool)
+    atts = {}
+    for code, op in trace.ops.items():
+        att = classify(op, scopes)
+        if att.category == "input" or op.kind == "data":
+            continue
+        atts[code] = att
+        owner[code] = key(op_owner(op, att, program, unscoped))
+        is_dispatched[code] = op.kind in _DISPATCHED
+    ev = trace.events
+    rows = np.flatnonzero((owner[ev["name"]] >= 0) & side[ev["line"]])
+    own = owner[ev["name"][rows]]
+    label, labels = eager_layers(trace, ctx.steps.starts) if any(op.kind == "eager" for op in trace.ops.values()) \
+        else (None, [])
+    if label is not None:
+        relabel = [key(OwnerKey("layer", lb.layer, lb.phase) if lb.layer else
+                       OwnerKey("optimizer", program.optimizer.lower() or "optimizer") if lb.phase == "optimizer"
+                       else OwnerKey("step", "outside any layer", lb.phase)) for lb in labels]
+        lab = label[rows].astype(np.int64)
+        has = lab >= 0
+        own[has] = np.asarray(relabel, np.int64)[lab[has]]
+    it = np.searchsorted(tl.start, ev["start_ps"][rows], side="right") - 1
+    ok = (it >= 0) & (ev["start_ps"][rows] < tl.start[-1] + tl.dur[-1])
+    it, own, rows = it[ok], own[ok], rows[ok]
+    width = len(key)
+    cell = it * width + own
+    op_ps = exact_sums(cell, ev["self_ps"][rows], n * width).reshape(n, width)
+    runs = np.bincount(cell, minlength=n * width).reshape(n, width).astype(np.int64)
+    disp = np.bincount(cell[is_dispatched[ev["name"][rows]]], minlength=n * width).reshape(n, width).astype(np.int64)
+    types: dict[int, Counter] = {}
+    by_type = exact_sums(own * (len(trace.names) + 1) + ev["name"][rows], ev["self_ps"][rows],
+                         width * (len(trace.names) + 1))
+    for cellno in np.flatnonzero(by_type).tolist():
+        k, code = divmod(cellno, len(trace.names) + 1)
+        types.setdefault(k, Counter())[trace.ops[code].type] += int(by_type[cellno])
+    return op_ps, runs, disp, types
+
+
+def _share_part(part: str, budget: np.ndarray, op_ps, runs, dispatched, claimed, ctx, key) -> np.ndarray:
+    """Per iteration and owner: the part's ps given to each."""
+    n = len(budget)
+    width = max(op_ps.shape[1], 1)
+    out = np.zeros((n, width), np.float64)
+    if part == "compute":
+        total = op_ps.sum(axis=1)
+        has = total > 0
+        out[has, :op_ps.shape[1]] = budget[has, None] * op_ps[has] / total[has, None]
+        rest = np.where(has, 0.0, budget)
+        return _put(out, rest, key(FRAMEWORK))
+    if part == "input":
+        return _input(budget, ctx, key, out)
+    left = budget.copy()
+    if claimed:
+        want = np.zeros(n)
+        for k, (per, _calls) in claimed.items():
+            want += per
+        scale = np.where(want > left, left / np.maximum(want, 1), 1.0)
+        for k, (per, _calls) in claimed.items():
+            out = _put(out, per * scale, k)
+        left = left - np.minimum(want, left)
+    if part == "idle":
+        return _put(out, left, key(OwnerKey("loop", "Keras' training loop" if ctx.loop == "keras" else
+                                            "Keras' predict loop" if ctx.loop == "predict" else "your loop")))
+    # Host time inside a step with no op running: the runtime dispatching the ops the host runs
+    # one by one costs per op, so each owner takes it by its runs; XLA's thunks are not dispatched.
+    total = dispatched.sum(axis=1)
+    has = total > 0
+    if dispatched.shape[1] > out.shape[1]:
+        out = np.pad(out, ((0, 0), (0, dispatched.shape[1] - out.shape[1])))
+    out[has, :dispatched.shape[1]] += left[has, None] * dispatched[has] / total[has, None]
+    return _put(out, np.where(has, 0.0, left), key(FRAMEWORK))
+
+
+def _input(budget, ctx, key, out) -> np.ndarray:
+    """The input wait, by the pipeline's stages (their own time over the run); on device runs,
+    the copies that bring each batch in."""
+    if ctx.tl.device_busy is not None:
+        return _put(out, budget, key(OwnerKey("copy", "host-to-device (the batch)")))
+    stages = [s for s in ctx.pipeline.stages if s.self_ps > 0]
+    total = sum(s.self_ps for s in stages)
+    if not total:
+        return _put(out, budget, key(OwnerKey("input", "waiting for the next batch")))
+    for s in stages:
+        out = _put(out, budget * (s.self_ps / total), key(OwnerKey("input", s.name)))
+    return out
+
+
+def _put(out: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
+    if k >= out.shape[1]:
+        out = np.pad(out, ((0, 0), (0, k + 1 - out.shape[1])))
+    out[:, k] += values
+    return out
+
+
+def _rows(keys, wall, op_ps, runs, by_part, types, claims, wall_ps) -> tuple[OwnerRow, ...]:
+    n = wall.shape[0]
+    what = {k: ", ".join(t for t, _ in c.most_common(3)) for k, c in types.items()}
+    for table in claims.values():
+        for k, (_per, _calls) in table.items():
+            what.setdefault(k, "")
+    total = wall.sum(axis=0)
+    rows = []
+    for k, owner in enumerate(keys):
+        if total[k] <= 0 and not op_ps[:, k].any():
+            continue
+        part = _PARTS[int(np.argmax(by_part[:, k]))]
+        rows.append(OwnerRow(owner.kind, owner.name, owner.phase, round(total[k] / n), round(total[k] / wall_ps, 6),
+                             round(op_ps[:, k].sum() / n), round(runs[:, k].sum() / n, 2), part, what.get(k, ""),
+                             round(by_part[0, k] / n)))
+    return tuple(sorted(rows, key=lambda r: (-r.per_step_ps, r.kind, r.name, r.phase)))
