@@ -32,6 +32,13 @@ class OwnerRow:
     compute_ps: int = 0  # per step: the part of per_step_ps its ops running hold (the rest: dispatch, waits)
 
     @property
+    def owner(self) -> str:
+        """The owner without its phase: `Layer conv2d`, `Optimizer adam`, `ops outside any layer`."""
+        if self.kind == "step":
+            return "the step's ops outside any layer"
+        return f"{_TITLES.get(self.kind, self.kind.title())} {self.name}".strip()
+
+    @property
     def label(self) -> str:
         """`Layer conv2d (backward)`, `Optimizer adam`, `Framework (dispatch and runtime)`."""
         phase = f" ({self.phase})" if self.phase else ""

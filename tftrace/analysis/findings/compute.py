@@ -11,11 +11,11 @@ from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.owners.how_run import how_run
-from tftrace.analysis.owners.of_ops import OUTSIDE
+from tftrace.analysis.owners.knowledge import known
 from tftrace.model.owners import OwnerRow
 
-OP_OWNERS = ("layer", "optimizer", "metric", "regularizer", "loss", "code", "step", "copy", "collective")
-_CONFIGURED = ("metric", "regularizer")  # owners the user configured: named whenever they hold a real share
+OP_OWNERS = ("layer", "optimizer", "metric", "regularizer", "loss", "code", "step", "copy", "collective", "debug")
+_CONFIGURED = ("metric", "regularizer", "debug")  # owners the user configured: named whenever they hold a real share
 TOP = 2  # the heaviest op owners named (configured ones come on top of these)
 SPREAD = 0.6  # unused by the owners' findings; kept for callers that read it
 # Beside a pipeline that sets the step time (analysis.verdict.paced), by why it does.
@@ -148,15 +148,27 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
                 fix_for("regularizer", name=o.name), [], "regularizer")
     if o.kind == "loss":
         return (f"Loss {o.name}: {share:.0%} of each step", fix_for("loss", name=o.name), [], "loss")
+    if o.kind == "debug":
+        entry = known(o.name, ctx.jax)
+        facts = [fact("what puts it there", entry.why)] if entry else []
+        where = sorted({e.name.rsplit("/", 1)[0] for e in ctx.table if e.type == o.name and "/" in e.name})[:3]
+        if where:
+            facts.append(fact("where it runs", ", ".join(where)))
+        title = entry.title if entry else "ops a step should not pay for"
+        return (f"{o.name} ops ({title}): {share:.0%} of each step", fix_for(entry.key if entry else "outside_layers",
+                "jax" if ctx.jax else "any"), facts, entry.key if entry else "debug")
     if o.kind == "code":
         return (f"Code {o.name}: {share:.0%} of each step in the ops it makes", fix_for("code", name=o.name),
                 [fact("where", o.name)], "code")
     if o.kind in ("copy", "collective"):
         return (f"{'Copies' if o.kind == 'copy' else 'Collectives'} ({o.name}): {share:.0%} of each step",
                 fix_for("transfer" if o.kind == "copy" else "collective"), [], o.kind)
-    name = "the step function's own ops outside any layer" if o.name == OUTSIDE else o.name
+    if not any(e.layer for e in ctx.table):
+        return (f"The model's ops, whose names carry no layer scope: {share:.0%} of each step",
+                fix_for("outside_layers"), [fact("owner", "no op of this trace names a layer scope")], "step")
     return (f"The step function's ops outside any layer: {share:.0%} of each step", fix_for("outside_layers"),
-            [fact("owner", name)], "step")
+            [fact("owner", "the step function's own ops outside every layer, loss, metric and optimizer scope")],
+            "step")
 
 
 _WHAT = {"convolution": "filters, a smaller kernel, or a depthwise-separable convolution",

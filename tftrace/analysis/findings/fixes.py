@@ -97,9 +97,23 @@ _FIXES = {
                     "or a reused `tf.function`), or predict many inputs in one call."),
     },
     "host_overhead": {
-        "any": ("No single cause explains this time. Look at the Python table (capture with "
-                "`TraceCallback(..., python=True)` to sample it) and the step timeline in the HTML report; "
-                "typical sources are per-step Python in callbacks or the loop, and framework dispatch of small ops."),
+        "any": ("This host time inside the steps runs no op: the framework's own work around them (function calls, "
+                "iterators, argument handling) or Python this capture did not record. Capture with "
+                "`tftrace.TraceCallback` (it samples Python, naming the functions behind it), and cut the per-step "
+                "cost with fewer calls: `steps_per_execution` in fit, one compiled step (`jit_compile=True`), "
+                "larger batches."),
+    },
+    "dispatch": {
+        "any": ("Each op the step runs costs the runtime a few microseconds to schedule, whatever its size: run "
+                "fewer, larger ops. Compile the step with XLA (`model.compile(..., jit_compile=True)`), which fuses "
+                "them (the optimizer's per-weight updates among them), run several steps per call "
+                "(`steps_per_execution`), and use a larger batch so each op does more work."),
+        "custom": ("Each op the step runs costs the runtime a few microseconds to schedule, whatever its size: run "
+                   "fewer, larger ops. Compile the step with XLA (`@tf.function(jit_compile=True)`), which fuses "
+                   "them, loop over several batches inside one tf.function call, and use a larger batch."),
+        "jax": ("Each dispatched op costs the host time, whatever its size: put the whole step under one "
+                "`jax.jit` so XLA fuses it, and give each call more work (a larger batch, several steps per call "
+                "with `jax.lax.scan`)."),
     },
     "recompilation_jax": {
         "any": ("`jax.jit` compiles `{fn}` again for each new input shape, dtype or static argument: pad batches to "

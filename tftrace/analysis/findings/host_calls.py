@@ -16,6 +16,11 @@ MIN_OF_PART = 0.2  # the call must hold at least this share of the part it expla
 # is the framework's, but naming them tells the user nothing to change.
 _RUNTIME = ("KernelAndDeviceFunc", "FunctionRun", "ThreadpoolListener", "EagerKernelExecute", "ExecutorState",
             "ThunkExecutor", "SlinkyThreadPool", "end: ", "ExecutorDoneCallback", "RunGraph", "SessionRun")
+# The step function itself (a tf.function's graph run, a jitted call): the time under it is what
+# needs an owner, so it is never named as one.
+_STEP_CALLS = ("EagerLocalExecute: __inference_", "EagerLocalExecute: __forward_", "EagerLocalExecute: __backward_",
+               "PjitFunction(", "TfrtModeExecute", "Eager::ExecuteAsync")
+_FUNCTION_GRAPHS = ("__inference_", "__forward_", "__backward_")  # a tf.function's graph, however it is called
 
 
 def host_call_fact(ctx: Context, part_ps: float) -> tuple[tuple, str]:
@@ -24,7 +29,8 @@ def host_call_fact(ctx: Context, part_ps: float) -> tuple[tuple, str]:
     ev = ctx.trace.events
     skip = set(ctx.steps.names)
     codes = [c for c, n in enumerate(ctx.trace.names)
-             if not n.startswith(("$", *_RUNTIME)) and n not in skip and c not in ctx.trace.ops]
+             if not n.startswith(("$", *_RUNTIME, *_STEP_CALLS)) and n not in skip and c not in ctx.trace.ops
+             and not any(f in n for f in _FUNCTION_GRAPHS)]
     rows = np.flatnonzero(ctx.main_thread & ctx.trace.named(codes)) if codes else np.zeros(0, np.int64)
     rows = rows[ctx.inside(ev["start_ps"][rows]) >= 0]
     if not len(rows) or part_ps <= 0:

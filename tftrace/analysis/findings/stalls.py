@@ -36,6 +36,8 @@ def detect(ctx: Context) -> list[Finding]:
     facts = [fact("the slow steps (by number)", ", ".join(map(str, numbers[:12])) + (" ..." if len(numbers) > 12 else "")),
              ms_fact("their mean time", full[out].mean()), ms_fact("median step", median),
              fact("times the median", round(float(full[out].mean()) / median, 1))]
+    if len(out) >= 2 and len(set(np.diff(numbers).tolist())) == 1:
+        facts.append(fact("how often", f"every {numbers[1] - numbers[0]} steps"))
     what, cause, names = _what_runs(ctx, out)
     facts += what
     title = f"Stalls: {len(out)} of {len(full)} steps take {full[out].mean() / median:.0f}x the median"
@@ -65,7 +67,24 @@ def _what_runs(ctx: Context, slow: np.ndarray):
             return facts, "a call's start-up: building its input iterator", {"why": "startup"}
     if any(n.lower() in ("test", "evaluate") for n in ctx.steps.names):
         return facts, "evaluation", {"why": "evaluation"}
+    owners = _owners_more(ctx, slow)
+    if owners:
+        facts.append(fact("what the slow steps hold more of than the median step",
+                          ", ".join(f"{label} +{ps / 1e9:.2f} ms" for label, ps in owners)))
+        return facts, f"{owners[0][0]} takes longer in them", {"why": "other"}
     return facts, "", {"why": "other"}
+
+
+def _owners_more(ctx: Context, slow: np.ndarray, top: int = 3) -> list[tuple[str, float]]:
+    """The owners whose time in the slow steps most exceeds their time in a median step."""
+    o = ctx.owners
+    if not len(o.keys) or o.wall.shape[0] <= int(slow.max()):
+        return []
+    extra = o.wall[slow].mean(axis=0) - np.median(o.wall, axis=0)
+    total = extra[extra > 0].sum()
+    order = [k for k in np.argsort(-extra).tolist() if extra[k] > 0.1 * total][:top]
+    labels = {(r.kind, r.name, r.phase): r.label for r in o.rows}
+    return [(labels.get(tuple(o.keys[k]), o.keys[k].name), float(extra[k])) for k in order]
 
 
 def _extra_ops(ctx: Context, slow: np.ndarray) -> list[tuple[str, int]]:

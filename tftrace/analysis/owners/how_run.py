@@ -10,6 +10,13 @@ from tftrace.analysis.findings.base import Fact, fact, pct_fact
 from tftrace.analysis.owners.knowledge import BY_KEY, known
 
 MIN_OF_LAYER = 0.2  # the pattern's ops must hold this share of the layer's op time
+_DROPOUT_FIX = {
+    "tensorflow": ("Dropout's masks are drawn op by op: compile the step with XLA (`jit_compile=True`), which fuses "
+                   "the mask into one kernel, drop the Dropout layers whose rate is small, or use a lower rate on "
+                   "fewer, smaller activations (after pooling rather than before)."),
+    "jax": ("Dropout's masks cost random-number work each step: drop the layers whose rate is small, or apply "
+            "dropout to fewer, smaller activations (after pooling rather than before)."),
+}
 
 
 @dataclass(frozen=True)
@@ -29,7 +36,16 @@ def how_run(ctx, layer: str) -> HowRun | None:
     by_key: dict[str, int] = {}
     types: dict[str, set] = {}
     xla = ctx.jax
+    dropout = sum(e.self_ps for e in entries if e.category == "dropout")
+    if dropout >= MIN_OF_LAYER * total and ctx.mode != "predict":
+        return HowRun("dropout", f"{dropout / total:.0%} of it making dropout masks",
+                      (pct_fact("of the layer's op time in dropout's random masks", dropout / total),
+                       fact("what puts it there", "each Dropout draws a random mask the size of its input every "
+                            "training step (RandomUniform, a compare, a cast and a multiply)")),
+                      _DROPOUT_FIX["jax" if ctx.jax else "tensorflow"])
     for e in entries:
+        if e.category == "dropout":
+            continue
         k = known(e.type, xla)
         if k is not None:
             by_key[k.key] = by_key.get(k.key, 0) + e.self_ps
