@@ -86,11 +86,12 @@ def diff_runs(base: RunReport, cand: RunReport, base_label: str, cand_label: str
     ops = _rows(b_ops, c_ops, {**b_meta, **c_meta}, top)
     layers = _rows(*(_named(r.layers, "layer", r) for r in (base, cand)), {}, top)
     cats = _rows(*(_named(r.categories, "category", r) for r in (base, cand)), {}, top)
-    summary = _summary(step, parts, cats, layers, ops, base_label, cand_label)
+    owners = _rows(*(_owners(r) for r in (base, cand)), {}, top)
+    summary = _summary(step, parts, owners or cats, layers, ops, base_label, cand_label)
     gate = speed_gate(step, fail_if_slower) if fail_if_slower is not None else None
     return DiffReport(base_label, cand_label, step, parts, ops, layers, cats, summary,
                       base.verdict.text, cand.verdict.text, notes, b_times, c_times, gate, _hosts(base, cand),
-                      _experiment(base, cand), memory_deltas(base.memory, cand.memory))
+                      _experiment(base, cand), memory_deltas(base.memory, cand.memory), owners)
 
 
 def _experiment(base: RunReport, cand: RunReport) -> tuple[ExperimentDelta, ...]:
@@ -123,6 +124,17 @@ def _named(rows, attr: str, run: RunReport) -> dict:
     return {k: _per_step(v, n) for k, v in out.items()}
 
 
+def _owners(run: RunReport) -> dict:
+    """Each owner's time per step, keyed by its label (a layer's `_N` suffixes dropped, so the
+    same layer matches across two builds of a model)."""
+    out: dict = {}
+    for r in run.owners:
+        name = _SUFFIX.sub("", r.name) if r.kind == "layer" else r.name
+        label = type(r)(r.kind, name, r.phase).label
+        out[label] = out.get(label, 0) + r.per_step_ps
+    return out
+
+
 def _part(base: RunReport, cand: RunReport, part: str) -> PartDelta:
     b, c = getattr(base.breakdown, part), getattr(cand.breakdown, part)
     return PartDelta(b, c, round(c - b, 6), round(b * _wall_per_step(base)), round(c * _wall_per_step(cand)))
@@ -148,11 +160,13 @@ def _summary(step: StepTimeDelta, parts: dict, cats, layers, ops, base_label: st
                    key=lambda p: min(parts[p].baseline, parts[p].candidate))
     compute = parts["compute"]
     # tf.data stage time is waiting as much as working: the breakdown's input part speaks for it.
-    moved = [c for c in cats if c.name != "input" and abs(c.delta_ps) >= MOVED * max(step.baseline_ps, 1)]
+    moved = [c for c in cats if c.name != "input" and not c.name.startswith("Input stage")
+             and abs(c.delta_ps) >= MOVED * max(step.baseline_ps, 1)]
     detail = ""
     if moved:
         top = moved[0]
-        detail = f"; {top.name} ops moved most ({ms(top.baseline_ps)} -> {ms(top.candidate_ps)} per step)"
+        what = top.name if top.name[:1].isupper() else f"{top.name} ops"  # an owner's label, or a category
+        detail = f"; {what} moved most ({ms(top.baseline_ps)} -> {ms(top.candidate_ps)} per step)"
     if not step.significant and dominant != "compute" and compute.baseline_ps and \
             abs(compute.candidate_ps - compute.baseline_ps) >= 0.1 * compute.baseline_ps:
         change = "fell" if compute.candidate_ps < compute.baseline_ps else "rose"

@@ -16,6 +16,7 @@ from tftrace.analysis.run import analyze_trace, steps_with_device_work
 from tftrace.analysis.steps import Steps
 from tftrace.model.errors import TftraceError
 from tftrace.model.events import Trace
+from tftrace.model.owners import OwnerRow
 from tftrace.model.report import Bottleneck, Breakdown, PythonProfile, RunReport
 
 _PARTS = ("input", "compute", "overhead", "idle")
@@ -96,6 +97,18 @@ class RunAnalysis:
     @property
     def findings(self) -> tuple[Bottleneck, ...]:
         return self.report.bottlenecks
+
+    @property
+    def owners(self) -> tuple[OwnerRow, ...]:
+        """Who in the program holds each part of a step (the owners table), largest first."""
+        return self.report.owners
+
+    def owner_frame(self):
+        """The owners table as a pandas DataFrame (ms per step), one row per owner."""
+        import pandas as pd
+        return pd.DataFrame([{"owner": r.owner, "kind": r.kind, "phase": r.phase, "ms_per_step": r.per_step_ps / 1e9,
+                              "share": r.share, "part": r.part, "runs_per_step": r.runs, "what": r.what}
+                             for r in self.owners])
 
     def step_frame(self):
         """The per-step timeline as a pandas DataFrame (ms), one row per step."""

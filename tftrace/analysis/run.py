@@ -140,7 +140,7 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
         python=dataclasses.replace(python, rows=python.rows[:top] if top else python.rows),
         step_view=step_view(timed, tl.start, tl.dur, tl.idle, steps.numbers, classes[0]),
         cut_short=window_note(timed.sidecar, steps.count if steps.kind != "window" else 0), experiment=experiment,
-        memory=Memory(memory_rows, memory_findings(ctx)), owners=ctx.owners.rows,
+        memory=Memory(memory_rows, memory_findings(ctx)), owners=ctx.owners.rows[:top] if top else ctx.owners.rows,
     )
 
 

@@ -114,12 +114,13 @@ class DiffReport(HtmlDisplay):
     hosts: tuple[HostDelta, ...] = ()  # runs with several hosts: each host's step time, compared
     experiment: tuple[ExperimentDelta, ...] = ()  # figures timed apart (`confirm`), where either run has them
     memory: tuple[MemoryDelta, ...] = ()  # peak bytes per allocator, matched by name
+    owners: tuple[RowDelta, ...] = ()  # each owner's time per step (type: its kind), matched by owner and phase
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict:
         data = _to_json(self)
         data["breakdown"] = {k: _to_json(v) for k, v in self.breakdown.items()}
-        for table, key in (("ops", "name"), ("layers", "layer"), ("categories", "category")):
+        for table, key in (("ops", "name"), ("layers", "layer"), ("categories", "category"), ("owners", "owner")):
             for row in data[table]:
                 row[key] = row[key] if key == "name" else row.pop("name")
         return data

@@ -78,7 +78,8 @@ def _text(diff, color: bool, width: int) -> str:
     if diff.memory:
         con.print()
         con.print(memory_table(diff.memory))
-    for title, rows, with_type in (("Categories (ms per step)", diff.categories, False),
+    for title, rows, with_type in (("Owners (ms per step)", diff.owners, False),
+                                   ("Categories (ms per step)", diff.categories, False),
                                    ("Layers (ms per step)", diff.layers, False), ("Ops (ms per step)", diff.ops, True)):
         _delta_table(con, title, rows, with_type)
     for note in diff.notes:
@@ -137,7 +138,8 @@ def _markdown(diff) -> str:
     if diff.memory:
         out += ["## Memory (peak bytes in use per allocator)", ""]
         out += _table(*memory_cells(diff.memory))
-    for title, rows in (("Categories", diff.categories), ("Layers", diff.layers), ("Ops", diff.ops)):
+    for title, rows in (("Owners", diff.owners), ("Categories", diff.categories), ("Layers", diff.layers),
+                        ("Ops", diff.ops)):
         out += [f"## {title} (ms per step)", ""]
         out += _table(["name", "type", "baseline", "candidate", "delta", "status"], [_row_cells(r) for r in rows]) \
             if rows else ["Nothing moved.", ""]

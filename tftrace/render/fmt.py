@@ -19,6 +19,18 @@ def pct(fraction: float) -> str:
     return f"{fraction * 100:.1f}%"
 
 
+OWNERS_TITLE = "Owners (who holds each step: share of the mean step with the gap after it)"
+
+
+def owner_cells(r) -> tuple:
+    """An owner row's cells: owner, phase, ms per step, share, part, op runs per step, what."""
+    runs = f"{r.runs:g}" if r.runs else ""
+    return (r.owner, r.phase, ms(r.per_step_ps), pct(r.share), PART_LABELS.get(r.part, r.part), runs, r.what)
+
+
+OWNER_COLUMNS = ("owner", "phase", "ms/step", "share", "part", "runs/step", "what")
+
+
 def params(n: int) -> str:
     if n < 0:
         return ""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tftrace.render.html_flame import flame_chart
-from tftrace.render.fmt import (PART_LABELS, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
+from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, owner_cells, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
                                 params, pct, projection, where)
 from tftrace.render.html_memory import memory_html
 from tftrace.render.html_charts import (LAYER_COLOR, PART_COLORS, category_color, esc,
@@ -194,6 +194,10 @@ def _python(run) -> str:
 
 def _tables(run) -> str:
     out, small = [], []
+    if run.owners:
+        out.append(_table("owners", OWNERS_TITLE, list(OWNER_COLUMNS),
+                          [tuple(_mono(c) if i == 0 else esc(c) for i, c in enumerate(owner_cells(r)))
+                           for r in run.owners]))
     if run.per_host:
         out.append(_table("hosts", "Hosts: each host's own steps (the slowest sets the step time)",
                           ["host", "steps", "mean ms", "input", "compute", "host overhead", "idle", "collectives ms",

@@ -38,7 +38,7 @@ def _body(diff) -> str:
     sections = [_headline(diff), _gate(diff), _sides(diff), _distribution(diff), _breakdown(diff), _experiment(diff),
                 _hosts(diff),
                 memory_delta_html(diff.memory),
-                _deltas("Categories", "categories-delta", diff.categories),
+                _deltas("Owners", "owners-delta", diff.owners), _deltas("Categories", "categories-delta", diff.categories),
                 _deltas("Layers", "layers-delta", diff.layers), _ops(diff), _notes(diff)]
     return ('<header class="top"><div class="wrap"><span class="brand">tftrace</span>'
             '<span class="sub">diff · baseline vs candidate</span></div></header>\n'

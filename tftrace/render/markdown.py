@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tftrace.render.fmt import (PART_LABELS, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
+from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, experiment_head, experiment_skipped,
+                                main_share_basis, ms, op_share_basis, owner_cells,
                                 params, pct, projection, where)
 from tftrace.render.markdown_memory import memory_lines
 
@@ -62,6 +63,9 @@ def _run(run) -> list[str]:
             out += [f"{x.rank}. **{_cell(x.title)}** ({pct(x.share)} of step time{'; ' + gain if gain else ''})  ",
                     f"   Evidence: {_cell(x.evidence)}  ", f"   Fix: {_cell(x.recommendation)}"]
         out.append("")
+    if run.owners:
+        out += ["### Owners", "", OWNERS_TITLE + ".", ""]
+        out += _table(list(OWNER_COLUMNS), [owner_cells(r) for r in run.owners])
     if run.per_host:
         out += ["### Hosts", "", "Each host's own steps; the slowest sets every host's step time.", ""]
         out += _table(["host", "steps", "mean ms", "input", "compute", "host overhead", "idle", "collectives ms",

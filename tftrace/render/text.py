@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
-from tftrace.render.fmt import (PART_LABELS, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
+from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, owner_cells, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
                                 params, pct, projection, tail, where)
 from tftrace.render.text_memory import memory_section
 from tftrace.render.wrap import labelled, say
@@ -71,6 +71,8 @@ def _run(console: Console, run) -> None:
         labelled(console, f"[bold]Verdict ({run.verdict.bound}):[/bold] ", escape(run.verdict.text), _INDENT)
     _experiment(console, run.experiment)
     _bottlenecks(console, run.bottlenecks)
+    _simple(console, OWNERS_TITLE, OWNER_COLUMNS, [owner_cells(r) for r in run.owners],
+            limits={"phase": 8, "part": 13, "what": 22})
     _simple(console, "Hosts (each host's own steps; the slowest sets the step time)",
             ("host", "steps", "mean ms", "input", "compute", "overhead", "idle", "coll. ms", "bound"),
             [(h.host, h.steps, ms(h.mean_ps), pct(h.breakdown.input), pct(h.breakdown.compute),

@@ -169,7 +169,7 @@ _FIXES = {
                 "replace it with a cheaper kind of layer, or run it in mixed precision on GPU/TPU."),
     },
     "optimizer": {
-        "any": ("The optimizer runs about a dozen small ops per weight every step, each dispatched on its own: "
+        "any": ("The optimizer's update runs several small ops for every weight each step, each dispatched on its own: "
                 "compile the step with XLA (`model.compile(..., jit_compile=True)`) so the updates fuse, run several "
                 "steps per call (`steps_per_execution`), train fewer weights (freeze layers you do not fine-tune), "
                 "or use a simpler optimizer (SGD with momentum) where it trains as well."),

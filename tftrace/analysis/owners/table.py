@@ -32,7 +32,10 @@ from tftrace.model.owners import OwnerRow
 
 _PARTS = ("compute", "input", "host_overhead", "idle")
 FRAMEWORK = OwnerKey("framework", "dispatch and runtime")
-_DISPATCHED = ("tf", "eager", "device")  # op kinds the host's runtime dispatches one by one (not XLA's thunks)
+_DISPATCHED = ("tf", "eager", "device")
+# tf.data stages that hold no work of their own: their time is the wait for the stages below.
+_BUFFERS = {"Prefetch", "Root", "Model", "MaxIntraOpParallelism", "PrivateThreadPool", "Options", "ForeverRepeat",
+            "Repeat", "AssertCardinality", "FiniteTake", "Take"}  # op kinds the host's runtime dispatches one by one (not XLA's thunks)
 
 
 @dataclass(frozen=True, eq=False)
@@ -202,7 +205,7 @@ def _input(budget, ctx, key, out) -> np.ndarray:
     the copies that bring each batch in."""
     if ctx.tl.device_busy is not None:
         return _put(out, budget, key(OwnerKey("copy", "host-to-device (the batch)")))
-    stages = [s for s in ctx.pipeline.stages if s.self_ps > 0]
+    stages = [s for s in ctx.pipeline.stages if s.self_ps > 0 and s.name not in _BUFFERS]
     total = sum(s.self_ps for s in stages)
     if not total:
         return _put(out, budget, key(OwnerKey("input", "waiting for the next batch")))
