@@ -533,6 +533,9 @@ def keras_small_steps():
 PROGRAMS = {f.__name__: f for f in (jax_input, jax_eager, jax_recompile, jax_compute, keras_fit,
                                      keras_run_eagerly, keras_small_steps, jax_python_between, keras_slow_callback,
                                      keras_predict_loop, jax_sync, jax_h2d)}
+sys.path.insert(0, HERE)
+import jax_zoo_owners  # noqa: E402 - causes owned by what the user configured, in their own module
+PROGRAMS.update(jax_zoo_owners.PROGRAMS)
 
 
 # -- one program, in its own process --------------------------------------------------------------

@@ -529,11 +529,13 @@ def _capture(name: str, program: dict) -> None:
     shutil.rmtree(scratch, ignore_errors=True)
 
 
-def main() -> None:
+def main(programs: dict | None = None) -> None:
+    """Time, capture and record `programs` (by default this file's), into zoo/ and its truth."""
     import argparse
+    programs = PROGRAMS if programs is None else programs
     parser = argparse.ArgumentParser(description="Regenerate the zoo of planted causes and its ground truth.")
-    parser.add_argument("--only", choices=sorted(PROGRAMS), action="append", help="only this program (repeatable)")
-    wanted = parser.parse_args().only or list(PROGRAMS)
+    parser.add_argument("--only", choices=sorted(programs), action="append", help="only this program (repeatable)")
+    wanted = parser.parse_args().only or list(programs)
     tf, keras = _tf(), _keras()
     tf.config.threading.set_inter_op_parallelism_threads(2)
     keras.utils.set_random_seed(0)
@@ -546,9 +548,9 @@ def main() -> None:
     truth.update({"tensorflow": tf.__version__, "keras": keras.__version__, "cores": os.cpu_count()})
     for name in wanted:
         t0 = time.perf_counter()
-        program = PROGRAMS[name]()
+        program = programs[name]()
         entry = {k: program[k] for k in ("how", "bound", "cause", "names", "fix") if k in program}
-        entry["what"] = " ".join(PROGRAMS[name].__doc__.split())
+        entry["what"] = " ".join(programs[name].__doc__.split())
         entry.update(_timed(program))
         _capture(name, program)
         shutil.rmtree(program.get("cleanup", ""), ignore_errors=True) if program.get("cleanup") else None

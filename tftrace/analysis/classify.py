@@ -345,10 +345,15 @@ _KERNEL_NEEDLES = (
 )
 
 
+_PYTHON_OPS = ("PyFunc", "EagerPyFunc", "PyFuncStateless")
+
+
 def _category(op: Op, scopes: tuple[str, ...], lowered: list[str]) -> str:
     if op.kind == "data" or is_pipeline_op(op):  # tf.data stages; making datasets and iterators
         return "input"
     by_type = category_of_type(op.type)
+    if op.type in _PYTHON_OPS and any(not _is_wrapper(sc) for sc in scopes):
+        return "other"  # tf.py_function in the model (a Lambda layer): the model's Python, not tf.data's
     if by_type in ("input", "transfer", "collective"):
         return by_type
     bare = _strip(lowered)

@@ -66,7 +66,7 @@ class Op(NamedTuple):
     # (a device kernel or op), "xla" (an XLA op run by the host: XLA:CPU's thunks)
     source: str = ""  # XLA ops: the framework's scope path (JAX `jit(f)/jvp(dense)/dot_general`)
     precision: str = ""  # device kernels: the arithmetic their name tells (fp32, tf32, bf16, fp16, fp8)
-    code: str = ""  # XLA ops: the Python that made the op, from the module's HLO (`loss_fn (train.py:42)`)
+    code: str = ""  # XLA ops: the Python stack that made the op, innermost first (`loss_fn@train.py:42 < main@train.py:9`)
 
 
 def is_input_event(name: str, op: Op | None) -> bool:

@@ -25,10 +25,17 @@ def module_names(builder, line, name: np.ndarray, stat_names: dict, modules: dic
     for code in np.unique(name).tolist():
         op = builder.op_of(code)
         is_thunk[code] = op is not None and op.kind == "xla" and "/" not in op.name
-    rows = np.flatnonzero(is_thunk[name] & line.has_stats)
+    rows = np.flatnonzero(is_thunk[name])
     if not len(rows):
         return name
-    program, module = _event_modules(line, rows, stat_names)
+    program, module = [-1] * len(rows), [""] * len(rows)
+    with_stats = np.flatnonzero(line.has_stats[rows])
+    if len(with_stats):
+        p, m = _event_modules(line, rows[with_stats], stat_names)
+        for j, pp, mm in zip(with_stats.tolist(), p, m):
+            program[j], module[j] = pp, mm
+    if not any(p >= 0 or m for p, m in zip(program, module)):
+        return name  # a trace that names no module: the thunks keep their own names
     names = [m.name for m in modules.values()]
     unique = {m.name: m for m in modules.values() if names.count(m.name) == 1}  # for events with no program id
     out = name.copy()
@@ -45,8 +52,8 @@ def module_names(builder, line, name: np.ndarray, stat_names: dict, modules: dic
 def _intern(builder, instruction: str, module, module_name: str) -> int:
     if module is not None:
         module_name = module.name
-    if not module_name:
-        return builder.intern(f"hlo:{instruction}")
+    if not module_name:  # where thunks name their module, an event that names none is runtime work
+        return builder.intern(instruction, plain=True)
     source = module.sources.get(instruction, "") if module is not None else ""
     code = module.code.get(instruction, "") if module is not None else ""
     name = f"{module_name}/{instruction}"

@@ -32,7 +32,18 @@ _MODULE_NAME, _MODULE_COMPUTATIONS, _MODULE_ENTRY_ID, _MODULE_FRAMES = 1, 3, 6, 
 # xla.StackFrameIndexProto: file_names, function_names, file_locations, stack_frames.
 _FRAME_FILES, _FRAME_FUNCTIONS, _FRAME_LOCATIONS, _FRAME_FRAMES = 1, 2, 3, 4
 _LOCATION_FILE, _LOCATION_FUNCTION, _LOCATION_LINE = 1, 2, 3
-_FRAME_LOCATION = 1
+_FRAME_LOCATION, _FRAME_PARENT = 1, 2
+CHAIN = " < "  # between the frames of a stack, innermost first
+_DEPTH = 24  # frames kept per stack: the owner is among the innermost
+_PACKAGES = ("site-packages/", "dist-packages/")
+
+
+def _short(path: str) -> str:
+    """A package's file by its path inside the package; the user's file by its name."""
+    for marker in _PACKAGES:
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path.rsplit("/", 1)[-1]
 _COMPUTATION_INSTRUCTIONS, _COMPUTATION_ID = 2, 5
 _INSTRUCTION_NAME, _INSTRUCTION_OPCODE, _INSTRUCTION_METADATA, _INSTRUCTION_ID, _INSTRUCTION_OPERANDS, _INSTRUCTION_CALLS = 1, 2, 7, 35, 36, 38
 _METADATA_OP_NAME, _METADATA_FRAME = 2, 15
@@ -48,7 +59,7 @@ class Module:
     name: str
     program_id: int
     sources: dict = field(default_factory=dict)  # instruction name -> op_name
-    code: dict = field(default_factory=dict)  # instruction name -> the Python that made it: `loss_fn (train.py:42)`
+    code: dict = field(default_factory=dict)  # instruction name -> the Python stack that made it (Frames.text)
 
 
 def read_modules(wf: WireFile, plane: list[Field]) -> dict[int, Module]:
@@ -135,14 +146,16 @@ def _module(wf: WireFile, proto: Field) -> tuple[str, dict[str, str], dict[str, 
         return name, {}, {}
     instructions = list(_instructions(wf, entry))
     graph = _Graph(instructions, {i.id: i.op_name or _called(wf, i.calls, by_id, "op_name") for i in instructions})
-    sources = {i.name: graph.own[i.id] or graph.neighbour(i.id) for i in instructions}
+    frame = {i.id: i.frame or _called(wf, i.calls, by_id, "frame") or 0 for i in instructions}
+    sources, code = {}, {}
     where = _Frames(wf, frames) if frames is not None else None
-    code = {}
-    if where is not None:
-        for i in instructions:
-            text = where.text(i.frame or _called(wf, i.calls, by_id, "frame") or 0)
-            if text:
-                code[i.name] = text
+    for i in instructions:
+        source, from_id = (graph.own[i.id], i.id) if graph.own[i.id] else graph.neighbour(i.id)
+        sources[i.name] = source
+        # An instruction XLA made takes the Python stack of the one whose scope it took.
+        text = where.text(frame[i.id] or frame.get(from_id, 0)) if where is not None else ""
+        if text:
+            code[i.name] = text
     return name, sources, code
 
 
@@ -159,20 +172,24 @@ class _Frames:
             elif f.number == _FRAME_LOCATIONS:
                 self.locations.append(_ints(wf, f, (_LOCATION_FILE, _LOCATION_FUNCTION, _LOCATION_LINE)))
             elif f.number == _FRAME_FRAMES:
-                self.frames.append(_ints(wf, f, (_FRAME_LOCATION,))[0])
+                self.frames.append(tuple(_ints(wf, f, (_FRAME_LOCATION, _FRAME_PARENT))))
 
     def text(self, frame_id: int) -> str:
-        """Ids count from 1; 0 is no frame."""
-        if not 0 < frame_id <= len(self.frames):
-            return ""
-        loc = self.frames[frame_id - 1]
-        if not 0 < loc <= len(self.locations):
-            return ""
-        file_id, fn_id, line = self.locations[loc - 1]
-        fn = self.functions[fn_id - 1] if 0 < fn_id <= len(self.functions) else ""
-        file = self.files[file_id - 1] if 0 < file_id <= len(self.files) else ""
-        short = fn.rsplit(".", 1)[-1] if fn else "?"
-        return f"{short} ({file.rsplit('/', 1)[-1]}:{line})" if file else short
+        """The Python stack that made an op, innermost first: `fn@file:line` frames joined by
+        CHAIN (a package's file as its path inside the package, `keras/src/...`; the user's by
+        its name). Ids count from 1; 0 is no frame."""
+        out: list[str] = []
+        seen = set()
+        while 0 < frame_id <= len(self.frames) and frame_id not in seen and len(out) < _DEPTH:
+            seen.add(frame_id)
+            loc, parent = self.frames[frame_id - 1]
+            if 0 < loc <= len(self.locations):
+                file_id, fn_id, line = self.locations[loc - 1]
+                fn = self.functions[fn_id - 1] if 0 < fn_id <= len(self.functions) else "?"
+                file = self.files[file_id - 1] if 0 < file_id <= len(self.files) else ""
+                out.append(f"{fn}@{_short(file)}:{line}")
+            frame_id = parent
+        return CHAIN.join(out)
 
 
 def _ints(wf: WireFile, f: Field, numbers: tuple[int, ...]) -> list[int]:
@@ -206,35 +223,40 @@ class _Graph:
                 self.users.setdefault(o, []).append(i.id)
         self.parameters = {i.id for i in instructions if i.opcode == "parameter"}
 
-    def neighbour(self, i: int) -> str:
-        """The scope of its nearest named users, preferring a backward one among them and its
-        operands; an instruction only the optimizer uses is a gradient: the backward pass of the
-        layer whose weight that update writes."""
+    def neighbour(self, i: int) -> tuple[str, int]:
+        """The scope (and the instruction it is read from, -1 for none) of its nearest named
+        users, preferring a backward one among them and its operands; an instruction only the
+        optimizer uses is a gradient: the backward pass of the layer whose weight that update
+        writes."""
         up = self.nearest(i, self.users)
-        if up and not all(in_optimizer(n) for n in up):
-            backward = [n for n in up + self.nearest(i, self.operands) if _is_backward(n)]
-            return (backward or up)[0]
-        layer = self.updated_layer(i)
-        if layer:
-            return _JVP.sub(lambda m: f"transpose(jvp({m.group(1)}))", layer, count=1) if "jvp(" in layer else layer
+        if up and not all(in_optimizer(self.own[j]) for j in up):
+            backward = [j for j in up + self.nearest(i, self.operands) if _is_backward(self.own[j])]
+            j = (backward or up)[0]
+            return self.own[j], j
+        j = self.updated_layer(i)
+        if j >= 0:
+            layer = self.own[j]
+            return (_JVP.sub(lambda m: f"transpose(jvp({m.group(1)}))", layer, count=1) if "jvp(" in layer
+                    else layer), j
         down = self.nearest(i, self.operands, _is_backward) or self.nearest(i, self.operands)
-        return (down or up or [""])[0]
+        picked = (down or up or [-1])[0]
+        return (self.own[picked] if picked >= 0 else ""), picked
 
-    def nearest(self, i: int, edges: dict, wanted=bool) -> list[str]:
-        """The op_names of the nearest instructions along `edges` whose op_name is `wanted`."""
+    def nearest(self, i: int, edges: dict, wanted=bool) -> list[int]:
+        """The nearest instructions along `edges` whose op_name is `wanted`."""
         frontier, seen = [i], {i}
         for _ in range(_REACH):
             nxt = [j for k in frontier for j in edges.get(k, ()) if j not in seen]
             seen.update(nxt)
-            named = [self.own[j] for j in nxt if self.own.get(j) and wanted(self.own[j])]
+            named = [j for j in nxt if self.own.get(j) and wanted(self.own[j])]
             if named:
                 return named
             frontier = nxt
         return []
 
-    def updated_layer(self, i: int) -> str:
+    def updated_layer(self, i: int) -> int:
         """From a gradient, through the optimizer's update, the nearest weight (a parameter used
-        outside the optimizer): the scope of its first use there."""
+        outside the optimizer): its first use there (-1 for none)."""
         frontier, seen = [i], {i}
         for _ in range(2 * _REACH):
             nxt = []
@@ -246,11 +268,11 @@ class _Graph:
                     nxt.append(j)
             for j in nxt:
                 if j in self.parameters:
-                    uses = [n for n in self.nearest(j, self.users) if not in_optimizer(n)]
+                    uses = [u for u in self.nearest(j, self.users) if not in_optimizer(self.own[u])]
                     if uses:
                         return uses[0]
             frontier = [j for j in nxt if j not in self.parameters]
-        return ""
+        return -1
 
 
 def _computation_id(wf: WireFile, c: Field) -> int | None:

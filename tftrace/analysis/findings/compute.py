@@ -94,11 +94,26 @@ def _finding(ctx: Context, o: _Owner, share: float, of_model: float) -> Finding:
     dispatch = o.wall_ps - o.compute_ps
     if dispatch > 0.02 * ctx.per_step_ps:
         facts.append(ms_fact("and the host's dispatch of its op runs, per step", dispatch))
+    if o.kind == "layer" and how_run(ctx, o.name) is not None and how_run(ctx, o.name).kind == "while_loop":
+        share = o.wall_ps / ctx.per_step_ps  # the loop's dispatch is its cost: the finding holds the owner's time
     title, fix, more, kind = _describe(ctx, o, share)
     facts += more
     if not ctx.owners.program.known and o.kind in ("step", "metric", "regularizer"):
         facts += [fact("unknown", u) for u in ctx.owners.program.unknown]
-    return Finding(kind, title, share, _paced(ctx, facts), fix, _projected(ctx, o.wall_ps * ctx.n, share), "compute")
+    removed = o.wall_ps
+    if kind == "while_loop":  # vectorised, its arithmetic stays: what goes is running it op by op
+        removed = o.wall_ps - o.compute_ps
+    elif kind == "optimizer" and o.name.lower() not in _PLAIN_OPTIMIZERS:
+        removed = SIMPLER * o.wall_ps
+        facts.append(fact("projected", f"with a plain update (SGD), about {1 - SIMPLER:.0%} of {o.name}'s work per "
+                                       "weight"))
+    return Finding(kind, title, share, _paced(ctx, facts), fix, _projected(ctx, removed * ctx.n, share), "compute")
+
+
+# What a plain SGD update costs beside an adaptive optimizer's (Adam and the like read and write
+# two moment slots, with several ops each, per weight): about a fifth of the work.
+SIMPLER = 0.8
+_PLAIN_OPTIMIZERS = {"sgd", "sgd_optimizer", "optimizer"}
 
 
 def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, str]:

@@ -12,6 +12,7 @@ from tftrace.analysis.findings.host_to_device import host_to_device
 from tftrace.analysis.findings.fixes import fix_for, pipeline_fix
 from tftrace.analysis.findings.where import hottest_fact
 from tftrace.analysis.pipeline_load import cores as load_cores
+from tftrace.analysis.stage_runs import stage_runs
 from tftrace.analysis.verdict import HIGHLY_INPUT
 from tftrace.model.report import InputPipeline
 
@@ -126,13 +127,24 @@ def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str) -> lis
         cpu_ps = sum(ps for kind, ps, _ in kinds if kind != "python")
         contended = min(cpu_ps * (1 - b.input) / cores, tl.compute.sum() * (1 - 1 / cores))
     share = min(b.input + contended / ctx.wall_ps, 1 - b.idle)
+    removed = tl.input.sum() + contended
+    if not has_parallel(ctx) and work > 0 and kinds and kinds[0][0] in ("map", "map_ops"):
+        # Made parallel, the pipeline's work still runs on the same cores as the model's ops: the
+        # step cannot drop below both together spread over the cores.
+        model = ctx.load.model_ps if ctx.load is not None else tl.compute.sum()
+        floor = (work + model) / cores
+        removed = min(removed, max(ctx.wall_ps - floor, 0))
     if contended / ctx.wall_ps >= CONTENDED:
         wait += (ms_fact(f"pipeline work per step on {cores} cores shared with the model", work / ctx.n),)
         if b.input < CONTENDED:
             title = "Input pipeline competes with the model for the CPU:" + title[len("Input pipeline:"):]
     if share <= 0:
         return []
-    return [Finding("input", title, share, wait + facts, fix, ctx.projected(tl.input.sum() + contended), "input")]
+    return [Finding("input", title, share, wait + facts, fix, ctx.projected(removed), "input")]
+
+
+def has_parallel(ctx: Context) -> bool:
+    return features(ctx.pipeline)["parallel"]
 
 
 def _what(ctx: Context, kinds, has) -> tuple[str, tuple]:
@@ -152,4 +164,21 @@ def _what(ctx: Context, kinds, has) -> tuple[str, tuple]:
         top_stage = next(s for s in ctx.pipeline.stages if s.name == ctx.pipeline.slowest)
         facts.append(fact("slowest tf.data stage", f"{top_stage.name}, {ms(top_stage.self_ps)} self time "
                                                   f"({top_stage.share:.0%} of pipeline time)"))
-    return f"Input pipeline: {KIND_WORDS[top]} ({', '.join(names[:3])})", tuple(facts)
+    why = _why(ctx, names, has)
+    if why is not None:
+        facts.append(fact(f"how {why.stage} runs", why.phrase()))
+    title = f"Input pipeline: {KIND_WORDS[top]} ({', '.join(names[:3])})"
+    if why is not None and why.parallel < 1.2 and why.stage in _SEQUENTIAL and why.calls_per_step >= 2:
+        title += f", {why.calls_per_step:g} calls per step one at a time"
+    return title, tuple(facts)
+
+
+_SEQUENTIAL = ("Map", "MapAndBatch", "Generator", "FlatMap", "Interleave", "TFRecord", "PyFunc")
+
+
+def _why(ctx: Context, names: list[str], has: dict):
+    """How the first stage of the top kind that the iterator events show runs: its calls per
+    step, their cost, their threads and how many ran at once."""
+    stages = [n for n in names if not n.endswith(_OP.strip())][:3] + ["Map", "ParallelMapV2", "ParallelMap"]
+    runs = stage_runs(ctx.trace, stages, ctx.n)
+    return next((runs[n] for n in stages if n in runs), None)

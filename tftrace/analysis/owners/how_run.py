@@ -58,6 +58,9 @@ def how_run(ctx, layer: str) -> HowRun | None:
             facts = (pct_fact(f"of the layer's op time in {', '.join(sorted(types[key]))}", share),
                      fact("what puts it there", entry.why))
             return HowRun(key, f"{share:.0%} of it {entry.title}", facts, entry.fixes[framework])
+    loop = _loop(ctx, entries)
+    if loop is not None:
+        return loop
     policy = ctx.owners.program.layer_policies.get(layer, "") or ctx.owners.program.dtype_policy
     if "float64" in policy:
         return HowRun("precision", "its arithmetic in float64",
@@ -66,3 +69,24 @@ def how_run(ctx, layer: str) -> HowRun | None:
                       ("Compute in float32: drop `dtype='float64'` from the layer (or "
                        "`keras.config.set_floatx('float32')`), and give the data float32 in the input pipeline."))
     return None
+
+
+LOOP_RUNS = 0.5  # of a layer's op runs inside a graph while loop: the loop is how it runs
+
+
+def _loop(ctx, entries) -> HowRun | None:
+    """A layer whose ops run mostly inside a graph while loop (tf.map_fn, a Python loop traced
+    into tf.while_loop, a recurrent layer without its fused kernel): per iteration, op by op."""
+    runs = sum(e.count for e in entries)
+    inside = [e for e in entries if "/while/" in e.name or e.type in BY_KEY["while_loop"].tf_types]
+    looped = sum(e.count for e in inside)
+    if not runs or looped < LOOP_RUNS * runs:
+        return None
+    entry = BY_KEY["while_loop"]
+    per_step = looped / max(ctx.n, 1)
+    facts = (fact("op runs per step inside the loop", round(per_step, 1)),
+             pct_fact("of the layer's op runs", looped / runs), fact("what puts it there", entry.why))
+    fix = ("Vectorise the loop: apply the function to the whole batch at once (`tf.vectorized_map`, or the same "
+           "ops on the batch axis) instead of `tf.map_fn` over its elements; keep LSTM/GRU on their fused kernel.")
+    return HowRun("while_loop", f"its ops run one element at a time in a graph loop ({per_step:.0f} op runs "
+                                "per step)", facts, fix if not ctx.jax else entry.fixes["jax"])

@@ -33,7 +33,7 @@ KNOWN = (
           frozenset({"CheckNumerics", "CheckNumericsV2", "Assert", "PrintV2", "Print", "StringFormat", "AsString",
                      "StringJoin", "DebugIdentity", "DebugIdentityV2", "DebugNumericSummaryV2"}),
           frozenset({"xla_python_cpu_callback", "xla_ffi_python_cpu_callback", "xla_python_gpu_callback",
-                     "xla_ffi_python_gpu_callback"}),
+                     "xla_ffi_python_gpu_callback", "debug_callback", "debug_print"}),
           "tf.print, tf.debugging.check_numerics / assert_* (or jax.debug.print / jax.debug.callback) run on every "
           "step; each one waits for its inputs, and a host callback stops the device until Python answers",
           {"tensorflow": "Remove the `tf.print` / `tf.debugging.*` calls from the layers and the train step (or guard "
@@ -44,7 +44,7 @@ KNOWN = (
           "the step without the ops' own time and their share of the step's dispatch"),
     Known("python_op", "Python run inside the graph",
           frozenset({"PyFunc", "EagerPyFunc", "PyFuncStateless"}),
-          frozenset({"xla_python_cpu_callback", "xla_ffi_python_cpu_callback"}),
+          frozenset({"pure_callback", "io_callback"}),
           "tf.py_function / tf.numpy_function (or jax.pure_callback / io_callback) call back into Python under the "
           "GIL on every step, and the graph waits for it",
           {"tensorflow": "Write the function with TensorFlow ops so it stays in the graph (or move it into the input "
@@ -76,11 +76,12 @@ KNOWN = (
           frozenset({"While", "StatelessWhile", "TensorListReserve", "TensorListSetItem", "TensorListGetItem",
                      "TensorListFromTensor", "TensorListStack"}),
           frozenset({"while"}),
-          "a recurrent layer that cannot use its fused kernel (LSTM/GRU with a non-default activation, "
+          "tf.map_fn over a batch's elements, a recurrent layer that cannot use its fused kernel (LSTM/GRU with a non-default activation, "
           "recurrent_dropout, or unroll=False on long sequences) or a Python loop traced into tf.while_loop runs "
           "its body step by step",
-          {"tensorflow": "Keep LSTM/GRU on their fused kernel (default activations, recurrent_dropout=0), or "
-                         "vectorise the loop's body over the sequence.",
+          {"tensorflow": "Vectorise the loop: apply the function to the whole batch at once (the same ops on the "
+                         "batch axis, or `tf.vectorized_map`) instead of `tf.map_fn` over its elements; keep LSTM/GRU "
+                         "on their fused kernel (default activations, recurrent_dropout=0).",
            "jax": "Use `jax.lax.scan` over the sequence and keep its body small, or vectorise it."},
           "not projected from the trace: the fused form's cost is not in it"),
 )

@@ -41,8 +41,11 @@ def op_owner(op: Op, att: Attribution, program: Program, unscoped: "Unscoped") -
         return OwnerKey("debug", op.type)
     if att.layer:
         return OwnerKey("layer", att.layer, phase)
-    if op.code and att.category not in ("transfer", "collective"):  # JAX's own code, outside any layer
-        return OwnerKey("code", op.code, phase)
+    if op.code and att.category not in ("transfer", "collective"):  # the Python stack that made an XLA op
+        from tftrace.analysis.owners.frames import frame_owner
+        owner = frame_owner(op.code, phase)
+        if owner is not None:
+            return owner
     if att.category in ("transfer", "collective") and op.type not in BOOKKEEPING_TYPES:
         return OwnerKey("copy" if att.category == "transfer" else "collective", op.type)
     if op.kind == "eager" or op.kind == "memcpy":

@@ -25,14 +25,16 @@ import numpy as np
 from tftrace.analysis.classify import classify, layer_scopes, scopes_of
 from tftrace.analysis.eager_layers import eager_layers
 from tftrace.analysis.owners.claims import host_claims
+from tftrace.analysis.owners.knowledge import known
 from tftrace.analysis.owners.of_ops import OwnerKey, Unscoped, op_owner
 from tftrace.analysis.owners.program import Program, program_of
 from tftrace.analysis.sums import exact_sums
+from tftrace.model.names import is_input_event
 from tftrace.model.owners import OwnerRow
 
 _PARTS = ("compute", "input", "host_overhead", "idle")
 FRAMEWORK = OwnerKey("framework", "dispatch and runtime")
-_DISPATCHED = ("tf", "eager", "device")
+_DISPATCHED = ("tf", "eager", "device", "xla")
 # tf.data stages that hold no work of their own: their time is the wait for the stages below.
 _BUFFERS = {"Prefetch", "Root", "Model", "MaxIntraOpParallelism", "PrivateThreadPool", "Options", "ForeverRepeat",
             "Repeat", "AssertCardinality", "FiniteTake", "Take"}  # op kinds the host's runtime dispatches one by one (not XLA's thunks)
@@ -128,6 +130,7 @@ def _op_matrix(ctx, program: Program, key):
     unscoped = Unscoped(program, {op.type for op in trace.ops.values() if _outside_scopes(op)})
     owner = np.full(len(trace.names) + 1, -1, np.int64)
     is_dispatched = np.zeros(len(trace.names) + 1, bool)
+    is_callback = np.zeros(len(trace.names) + 1, bool)  # ops that hand off to Python (host callbacks, py_function)
     atts = {}
     for code, op in trace.ops.items():
         att = classify(op, scopes)
@@ -136,6 +139,8 @@ def _op_matrix(ctx, program: Program, key):
         atts[code] = att
         owner[code] = key(op_owner(op, att, program, unscoped))
         is_dispatched[code] = op.kind in _DISPATCHED
+        entry = known(op.type, bool(op.source) or op.kind == "xla")
+        is_callback[code] = entry is not None and entry.key in ("debug_ops", "python_op")
     ev = trace.events
     rows = np.flatnonzero((owner[ev["name"]] >= 0) & side[ev["line"]])
     own = owner[ev["name"][rows]]
@@ -155,7 +160,8 @@ def _op_matrix(ctx, program: Program, key):
     cell = it * width + own
     op_ps = exact_sums(cell, ev["self_ps"][rows], n * width).reshape(n, width)
     runs = np.bincount(cell, minlength=n * width).reshape(n, width).astype(np.int64)
-    disp = np.bincount(cell[is_dispatched[ev["name"][rows]]], minlength=n * width).reshape(n, width).astype(np.int64)
+    disp = _waits(ctx, rows, it, cell, is_dispatched[ev["name"][rows]], is_callback[ev["name"][rows]],
+                  n * width).reshape(n, width)
     types: dict[int, Counter] = {}
     by_type = exact_sums(own * (len(trace.names) + 1) + ev["name"][rows], ev["self_ps"][rows],
                          width * (len(trace.names) + 1))
@@ -163,6 +169,37 @@ def _op_matrix(ctx, program: Program, key):
         k, code = divmod(cellno, len(trace.names) + 1)
         types.setdefault(k, Counter())[trace.ops[code].type] += int(by_type[cellno])
     return op_ps, runs, disp, types
+
+
+def _waits(ctx, rows, it, cell, dispatched, callback, size) -> np.ndarray:
+    """Per (iteration, owner) cell: the host time before each op the host dispatches during which
+    no op (and no input wait) ran since the step began or the last op ended: the time that op's
+    scheduling took (a graph loop's body, unseen, shows as the wait before the op after it)."""
+    trace, tl = ctx.trace, ctx.tl
+    ev = trace.events
+    inputs = [c for c, name in enumerate(trace.names) if is_input_event(name, trace.ops.get(c))]
+    extra = np.flatnonzero(trace.named(inputs)) if inputs else np.zeros(0, np.int64)
+    starts = np.concatenate([ev["start_ps"][rows], ev["start_ps"][extra]])
+    ends = starts + np.concatenate([ev["dur_ps"][rows], ev["dur_ps"][extra]])
+    its = np.concatenate([it, np.searchsorted(tl.start, ev["start_ps"][extra], side="right") - 1])
+    mine = np.concatenate([np.where(dispatched, cell, -1), np.full(len(extra), -1, np.int64)])
+    hands_off = np.concatenate([callback, np.zeros(len(extra), bool)])
+    if not len(starts):
+        return np.zeros(size, np.float64)
+    order = np.lexsort((ends, starts))
+    starts, ends, its, mine, hands_off = starts[order], ends[order], its[order], mine[order], hands_off[order]
+    reach = np.maximum.accumulate(ends)
+    before = np.r_[np.iinfo(np.int64).min, reach[:-1]]
+    # Which op's end the wait starts from: a host callback's Python runs after its op hands off.
+    last = np.maximum.accumulate(np.where(ends >= np.r_[np.iinfo(np.int64).min, reach[:-1]], np.arange(len(ends)), 0))
+    prev = np.r_[0, last[:-1]]
+    begun = tl.start[np.maximum(its, 0)]
+    gap = np.maximum(starts - np.maximum(before, begun), 0)
+    owner_of_gap = np.where(hands_off[prev] & (its[prev] == its), mine[prev], mine)
+    # The wait before a step's first op is the step function's own start (calling it, its
+    # arguments): the framework's, not that op's.
+    ok = (owner_of_gap >= 0) & (its >= 0) & (before >= begun)
+    return np.bincount(owner_of_gap[ok], gap[ok].astype(np.float64), minlength=size)
 
 
 def _share_part(part: str, budget: np.ndarray, op_ps, runs, dispatched, claimed, ctx, key) -> np.ndarray:
@@ -190,8 +227,9 @@ def _share_part(part: str, budget: np.ndarray, op_ps, runs, dispatched, claimed,
     if part == "idle":
         return _put(out, left, key(OwnerKey("loop", "Keras' training loop" if ctx.loop == "keras" else
                                             "Keras' predict loop" if ctx.loop == "predict" else "your loop")))
-    # Host time inside a step with no op running: the runtime dispatching the ops the host runs
-    # one by one costs per op, so each owner takes it by its runs; XLA's thunks are not dispatched.
+    # Host time inside a step with no op running: the waits before the ops the host dispatches one
+    # by one are their scheduling's, so each owner takes it by its ops' waits; XLA's thunks are not
+    # dispatched.
     total = dispatched.sum(axis=1)
     has = total > 0
     if dispatched.shape[1] > out.shape[1]:
