@@ -15,19 +15,6 @@ def write_sidecar(run_dir: str, data: dict) -> str:
     return path
 
 
-def _layers(model):
-    """Every layer, nested models' layers included, in model order."""
-    seen = []
-    stack = list(getattr(model, "layers", []) or [])[::-1]
-    while stack:
-        layer = stack.pop()
-        seen.append(layer)
-        inner = getattr(layer, "layers", None)
-        if inner:
-            stack.extend(list(inner)[::-1])
-    return seen
-
-
 def _shape(layer):
     try:
         return str(tuple(layer.output.shape))
@@ -44,12 +31,12 @@ def _params(layer) -> int:
 
 def describe(model, mode: str, batch_size: int | None = None, callbacks=()) -> dict:
     """What analysis needs to name layers and show parameters beside time, and the program's
-    configuration (capture/program.py). Framework versions are read from the modules already
+    configuration (capture/program_config.py). Framework versions are read from the modules already
     imported: a JAX run must not import TensorFlow for them."""
     from tftrace.capture.backend import versions
-    from tftrace.capture.program import program_config
+    from tftrace.capture.program_config import layers_of, program_config
     layers = []
-    for layer in _layers(model):
+    for layer in layers_of(model):
         layers.append({"name": layer.name, "class": type(layer).__name__, "params": _params(layer),
                        "trainable_params": _trainable(layer), "output_shape": _shape(layer),
                        "dtype_policy": _policy(layer)})

@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from tftrace.analysis.hooks import hooks, label
-from tftrace.analysis.owners.of_ops import OwnerKey
+from tftrace.analysis.owners.key import OwnerKey
 from tftrace.model.names import CALLBACK_MARK
 
 _HOOK_PREFIX = "on_"  # a callback's hook, seen as a Python function: the callback owns it already

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from tftrace.analysis.owners.of_ops import OwnerKey
+from tftrace.analysis.owners.key import OwnerKey
 
 CHAIN = " < "
 _FRAME = re.compile(r"(?P<fn>.+)@(?P<file>.+):(?P<line>\d+)\Z")

@@ -5,20 +5,14 @@ the program's configuration says is there (sidecar) or, without one, what their 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from tftrace.analysis.classify import METRIC_SCOPES, Attribution, bare, is_gradient_type, is_loss_scope, scopes_of
+from tftrace.analysis.owners.key import OwnerKey
 from tftrace.analysis.owners.knowledge import BOOKKEEPING_TYPES, METRIC_TYPES, REGULARIZER_TYPES, known
+from tftrace.analysis.owners.frames import frame_owner
 from tftrace.analysis.owners.program import Program
 from tftrace.model.names import OPTIMIZER_SCOPES, Op
 
 OUTSIDE = "outside any layer"
-
-
-class OwnerKey(NamedTuple):
-    kind: str
-    name: str
-    phase: str = ""
 
 
 def op_owner(op: Op, att: Attribution, program: Program, unscoped: "Unscoped") -> OwnerKey:
@@ -42,7 +36,6 @@ def op_owner(op: Op, att: Attribution, program: Program, unscoped: "Unscoped") -
     if att.layer:
         return OwnerKey("layer", att.layer, phase)
     if op.code and att.category not in ("transfer", "collective"):  # the Python stack that made an XLA op
-        from tftrace.analysis.owners.frames import frame_owner
         owner = frame_owner(op.code, phase)
         if owner is not None:
             return owner

@@ -26,7 +26,8 @@ from tftrace.analysis.classify import classify, layer_scopes, scopes_of
 from tftrace.analysis.eager_layers import eager_layers
 from tftrace.analysis.owners.claims import host_claims
 from tftrace.analysis.owners.knowledge import known
-from tftrace.analysis.owners.of_ops import OwnerKey, Unscoped, op_owner
+from tftrace.analysis.owners.key import OwnerKey
+from tftrace.analysis.owners.of_ops import Unscoped, op_owner
 from tftrace.analysis.owners.program import Program, program_of
 from tftrace.analysis.sums import exact_sums
 from tftrace.model.names import is_input_event

@@ -105,10 +105,22 @@ def _optimizer(model) -> dict:
     return {"class": type(inner or opt).__name__, "name": str(cfg.get("name", "")), "extras": extras}
 
 
+def layers_of(model) -> list:
+    """Every layer, nested models' layers included, in model order."""
+    seen = []
+    stack = list(getattr(model, "layers", []) or [])[::-1]
+    while stack:
+        layer = stack.pop()
+        seen.append(layer)
+        inner = getattr(layer, "layers", None)
+        if inner:
+            stack.extend(list(inner)[::-1])
+    return seen
+
+
 def _layer_config(model) -> dict:
-    from tftrace.capture.sidecar import _layers
     out = {}
-    for layer in _layers(model):
+    for layer in layers_of(model):
         try:
             cfg = layer.get_config()
         except Exception:
