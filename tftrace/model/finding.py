@@ -34,3 +34,4 @@ class Finding:
     part: str = ""
     evidence: str = ""
     subject: str = ""
+    removed_ps: float = 0.0  # per step, the time its fix removes once nothing else holds the step (0: share's)

@@ -103,6 +103,8 @@ class Bottleneck:
     step_if_removed_ps: int = 0  # projected mean step time (with the gap after it) without this time
     step_ps: int = 0  # the mean step time (with the gap after it) it is projected from
     facts: tuple[Fact, ...] = ()  # the evidence item by item (`evidence` is them in one line)
+    after_first: bool = False  # its fix saves nothing while bottleneck 1 holds the step (ranked after those that do)
+    step_once_first_fixed_ps: int = 0  # then: the step once bottleneck 1 and this one are both fixed
 
 
 @dataclass(frozen=True)

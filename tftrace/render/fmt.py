@@ -60,9 +60,13 @@ def where(op) -> str:
 
 
 def projection(b) -> str:
-    """'72.3 ms -> ~22.1 ms per step' for a bottleneck that carries a projection."""
+    """'72.3 ms -> ~22.1 ms per step' for a bottleneck that carries a projection; for one that
+    saves nothing until the first is fixed, what it saves then."""
     if not b.step_ps:
         return ""
+    if getattr(b, "after_first", False):
+        return (f"saves nothing while #1 holds the step; once #1 is fixed: ~{ms(b.step_once_first_fixed_ps)} ms "
+                "per step")
     return f"{ms(b.step_ps)} ms -> ~{ms(b.step_if_removed_ps)} ms per step"
 
 

@@ -35,10 +35,27 @@ def diagnose(ctx: Context) -> tuple[Bottleneck, ...]:
     for detect, part in LEFTOVERS:
         found += detect(ctx, _explained(ctx, found, part))
     found = [f for f in found if f.share >= MIN_SHARE]
-    found.sort(key=lambda f: (-f.share, f.kind, f.title))
     step = round(ctx.per_step_ps)
-    return tuple(Bottleneck(i, f.kind, f.title, round(f.share, 4), f.evidence or evidence_text(f.facts), f.fix,
-                            f.step_if_removed_ps, step, f.facts) for i, f in enumerate(found, 1))
+    # Ranked by what each fix saves now; one that saves nothing while another bound holds the
+    # step (a lighter model beside a pipeline that sets the pace) comes after, with what it
+    # would save once the first is fixed.
+    now = [f for f in found if step - f.step_if_removed_ps > LATER * step]
+    later = [f for f in found if f not in now]
+    now.sort(key=lambda f: (-(step - f.step_if_removed_ps), -f.share, f.kind, f.title))
+    later.sort(key=lambda f: (-f.share, f.kind, f.title))
+    first = now[0].step_if_removed_ps if now else step
+    out = []
+    for i, f in enumerate(now + later, 1):
+        then = 0
+        if f in later and now:
+            removed = f.removed_ps or f.share * step
+            then = max(round(first - removed), 0)
+        out.append(Bottleneck(i, f.kind, f.title, round(f.share, 4), f.evidence or evidence_text(f.facts), f.fix,
+                              f.step_if_removed_ps, step, f.facts, f in later and bool(now), then))
+    return tuple(out)
+
+
+LATER = 0.005  # a fix saving less than this share of the step saves nothing now
 
 
 def memory_findings(ctx: Context) -> tuple[MemoryFinding, ...]:
