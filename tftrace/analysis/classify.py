@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, NamedTuple
@@ -152,6 +153,18 @@ def _entered_twice(scopes: frozenset[str]) -> bool:
     return True
 
 
+_SCOPES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def trace_scopes(trace) -> LayerScopes:
+    """A trace's LayerScopes (with the sidecar's layer names), made once per trace."""
+    scopes = _SCOPES.get(trace)
+    if scopes is None:
+        scopes = _SCOPES[trace] = layer_scopes(trace.ops.values(), trace.sidecar.get("layer_names", ()))
+    return scopes
+
+
+@lru_cache(maxsize=1 << 16)  # a trace's ops are classified by several analyses with one LayerScopes
 def classify(op: Op, scopes: LayerScopes = NO_LAYERS) -> Attribution:
     """Category, layer and phase of one op; `scopes` (the trace's, with the model's layer names
     when known) turns name scopes into layers."""

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tftrace.analysis.classify import INPUT, classify, layer_scopes
+from tftrace.analysis.classify import INPUT, classify, trace_scopes
 from tftrace.analysis.sums import CHUNK, exact_sums
 from tftrace.model.events import Trace
 from tftrace.model.report import CategoryRow, LayerRow, OpRow
@@ -90,7 +90,7 @@ def op_table(trace: Trace, eager_label: np.ndarray | None = None, eager_labels: 
             key[mine] = space + eager[mine] * len(labels) + label[mine]
         counts += np.bincount(key, minlength=space + extra)
         self_ps += exact_sums(key, ev["self_ps"][part][sel], space + extra)
-    scopes = layer_scopes(trace.ops.values(), trace.sidecar.get("layer_names", ()))
+    scopes = trace_scopes(trace)
     device_kind = _device_kind(trace)
     # One op can appear under several event names (e.g. a kernel per GPU): merge them.
     merged: dict[tuple, list[int]] = {}

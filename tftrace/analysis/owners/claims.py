@@ -29,7 +29,8 @@ def _callbacks(ctx, key, out) -> None:
     Python tracer saw run between steps (Keras on JAX calls them after the step returns)."""
     tl, ev = ctx.tl, ctx.trace.events
     n = len(tl.dur)
-    rows = ctx.rows_named(lambda name: name.startswith(CALLBACK_MARK))
+    marked = ctx.trace.has_prefix(CALLBACK_MARK)
+    rows = ctx.rows_named(lambda name: name.startswith(CALLBACK_MARK)) if marked else np.zeros(0, np.int64)
     if len(rows):
         start = ev["start_ps"][rows]
         it = np.searchsorted(tl.start, start, side="right") - 1

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tftrace.analysis.classify import classify, layer_scopes, scopes_of
+from tftrace.analysis.classify import classify, scopes_of, trace_scopes
 from tftrace.analysis.eager_layers import eager_layers
 from tftrace.analysis.owners.claims import host_claims
 from tftrace.analysis.owners.knowledge import known
@@ -127,7 +127,7 @@ def _op_matrix(ctx, program: Program, key):
     n = len(tl.dur)
     device = tl.device_busy is not None
     side = trace.on_lines_table(lambda ln: ln.on_device if device else (not ln.on_device and ln.role != "data"))
-    scopes = layer_scopes(trace.ops.values(), trace.sidecar.get("layer_names", ()))
+    scopes = trace_scopes(trace)
     unscoped = Unscoped(program, {op.type for op in trace.ops.values() if _outside_scopes(op)})
     owner = np.full(len(trace.names) + 1, -1, np.int64)
     is_dispatched = np.zeros(len(trace.names) + 1, bool)
@@ -159,48 +159,80 @@ def _op_matrix(ctx, program: Program, key):
     it, own, rows = it[ok], own[ok], rows[ok]
     width = len(key)
     cell = it * width + own
-    op_ps = exact_sums(cell, ev["self_ps"][rows], n * width).reshape(n, width)
-    runs = np.bincount(cell, minlength=n * width).reshape(n, width).astype(np.int64)
-    disp = _waits(ctx, rows, it, cell, is_dispatched[ev["name"][rows]], is_callback[ev["name"][rows]],
-                  n * width).reshape(n, width)
-    types: dict[int, Counter] = {}
-    by_type = exact_sums(own * (len(trace.names) + 1) + ev["name"][rows], ev["self_ps"][rows],
-                         width * (len(trace.names) + 1))
-    for cellno in np.flatnonzero(by_type).tolist():
-        k, code = divmod(cellno, len(trace.names) + 1)
-        types.setdefault(k, Counter())[trace.ops[code].type] += int(by_type[cellno])
+    names = ev["name"][rows]
+    self_ps = ev["self_ps"][rows].astype(np.float64)
+    op_ps, runs, per_name = _sums(names, own, it, self_ps, owner, n, width, label is None)
+    disp = _waits(ctx, rows, it, cell, is_dispatched[names], is_callback[names], n * width).reshape(n, width)
+    types: dict[int, Counter] = {}  # the op types behind each owner, by their time
+    for code in np.flatnonzero(per_name).tolist():
+        if owner[code] >= 0:
+            types.setdefault(int(owner[code]), Counter())[trace.ops[code].type] += int(per_name[code])
     return op_ps, runs, disp, types
+
+
+_NAME_CELLS = 1 << 22  # iterations x names up to which sums go per name first (few names, many events)
+
+
+def _sums(names, own, it, self_ps, owner, n: int, width: int, by_name: bool):
+    """Per iteration and owner: op self time and runs; and self time per name. Summed per
+    (iteration, name) first where that table is small, then per owner (a name has one owner
+    unless eager ops were relabelled per event by their call order)."""
+    size = len(owner)
+    if by_name and n * size <= _NAME_CELLS:
+        key = it * size + names
+        ps = np.bincount(key, self_ps, minlength=n * size).reshape(n, size)
+        count = np.bincount(key, minlength=n * size).reshape(n, size)
+        codes = np.flatnonzero(owner >= 0)
+        onehot = np.zeros((len(codes), width), np.float64)
+        onehot[np.arange(len(codes)), owner[codes]] = 1.0
+        return ps[:, codes] @ onehot, np.rint(count[:, codes] @ onehot).astype(np.int64), ps.sum(axis=0)
+    cell = it * width + own
+    op_ps = np.bincount(cell, self_ps, minlength=n * width).reshape(n, width)
+    runs = np.bincount(cell, minlength=n * width).reshape(n, width).astype(np.int64)
+    return op_ps, runs, np.bincount(names, self_ps, minlength=size)
 
 
 def _waits(ctx, rows, it, cell, dispatched, callback, size) -> np.ndarray:
     """Per (iteration, owner) cell: the host time before each op the host dispatches during which
-    no op (and no input wait) ran since the step began or the last op ended: the time that op's
-    scheduling took (a graph loop's body, unseen, shows as the wait before the op after it)."""
-    trace, tl = ctx.trace, ctx.tl
-    ev = trace.events
-    inputs = [c for c, name in enumerate(trace.names) if is_input_event(name, trace.ops.get(c))]
-    extra = np.flatnonzero(trace.named(inputs)) if inputs else np.zeros(0, np.int64)
-    starts = np.concatenate([ev["start_ps"][rows], ev["start_ps"][extra]])
-    ends = starts + np.concatenate([ev["dur_ps"][rows], ev["dur_ps"][extra]])
-    its = np.concatenate([it, np.searchsorted(tl.start, ev["start_ps"][extra], side="right") - 1])
-    mine = np.concatenate([np.where(dispatched, cell, -1), np.full(len(extra), -1, np.int64)])
-    hands_off = np.concatenate([callback, np.zeros(len(extra), bool)])
-    if not len(starts):
+    no op (and no input wait) ran since the last one ended: the time that op's scheduling took (a
+    graph loop's body, unseen, shows as the wait before the op after it). Read off the step's
+    merged busy intervals (breakdown.timeline's): each gap between two of them goes to the op
+    that opens the next, or, after a host callback, to the callback whose Python fills it. The
+    wait before a step's first op is the step function's own start (calling it, its arguments):
+    the framework's, not that op's."""
+    tl = ctx.tl
+    b_start, b_end = tl.busy
+    if len(b_start) < 2 or not len(rows):
         return np.zeros(size, np.float64)
-    order = np.lexsort((ends, starts))
-    starts, ends, its, mine, hands_off = starts[order], ends[order], its[order], mine[order], hands_off[order]
-    reach = np.maximum.accumulate(ends)
-    before = np.r_[np.iinfo(np.int64).min, reach[:-1]]
-    # Which op's end the wait starts from: a host callback's Python runs after its op hands off.
-    last = np.maximum.accumulate(np.where(ends >= np.r_[np.iinfo(np.int64).min, reach[:-1]], np.arange(len(ends)), 0))
-    prev = np.r_[0, last[:-1]]
-    begun = tl.start[np.maximum(its, 0)]
-    gap = np.maximum(starts - np.maximum(before, begun), 0)
-    owner_of_gap = np.where(hands_off[prev] & (its[prev] == its), mine[prev], mine)
-    # The wait before a step's first op is the step function's own start (calling it, its
-    # arguments): the framework's, not that op's.
-    ok = (owner_of_gap >= 0) & (its >= 0) & (before >= begun)
-    return np.bincount(owner_of_gap[ok], gap[ok].astype(np.float64), minlength=size)
+    ev = ctx.trace.events
+    start = ev["start_ps"][rows]
+    end = start + ev["dur_ps"][rows]
+    gap = (b_start[1:] - b_end[:-1]).astype(np.float64)  # before busy interval k + 1
+    opens = _at(b_start[1:], start)  # per gap, a row opening the interval after it (-1: none)
+    handing = np.flatnonzero(callback)  # only a host callback hands the gap after it to itself
+    closes = np.full(len(gap), -1, np.int64)
+    if len(handing):
+        hit = _at(b_end[:-1], end[handing])
+        closes[hit >= 0] = handing[hit[hit >= 0]]
+    gap_it = np.searchsorted(tl.start, b_start[1:], side="right") - 1
+    same_step = gap_it == np.searchsorted(tl.start, b_end[:-1], side="right") - 1
+    owner = np.where(opens >= 0, np.where(dispatched[np.maximum(opens, 0)], cell[np.maximum(opens, 0)], -1), -1)
+    after = closes >= 0
+    handed = np.zeros(len(gap), bool)
+    handed[after] = callback[closes[after]] & (it[closes[after]] == gap_it[after])
+    owner = np.where(handed, cell[np.maximum(closes, 0)], owner)
+    ok = (owner >= 0) & (gap_it >= 0) & same_step & (gap > 0)
+    return np.bincount(owner[ok], gap[ok], minlength=size)
+
+
+def _at(points: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Per point, a row whose time equals it (-1 where none): a search in the sorted points
+    for each row, not a sort of the rows."""
+    out = np.full(len(points), -1, np.int64)
+    i = np.searchsorted(points, times)
+    hit = (i < len(points)) & (points[np.minimum(i, len(points) - 1)] == times)
+    out[i[hit]] = np.flatnonzero(hit)
+    return out
 
 
 def _share_part(part: str, budget: np.ndarray, op_ps, runs, dispatched, claimed, ctx, key) -> np.ndarray:
