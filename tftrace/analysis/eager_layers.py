@@ -3,6 +3,7 @@ model's layer list (classes, in call order) that TraceCallback / tftrace.trace s
 
 from __future__ import annotations
 
+import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -77,7 +78,19 @@ class EagerLabel(NamedTuple):
     category: str = ""
 
 
+_MADE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def eager_layers(trace: Trace, step_starts: tuple[int, ...]) -> tuple[np.ndarray | None, list[EagerLabel]]:
+    """`_eager_layers`, made once per trace and steps (the op table and the owners both ask)."""
+    made = _MADE.setdefault(trace, {})
+    key = tuple(step_starts)
+    if key not in made:
+        made[key] = _eager_layers(trace, step_starts)
+    return made[key]
+
+
+def _eager_layers(trace: Trace, step_starts: tuple[int, ...]) -> tuple[np.ndarray | None, list[EagerLabel]]:
     """Per event, an index into the returned labels (-1: nothing known); None when the trace
     has no eager ops or no layer list to attribute them to.
 

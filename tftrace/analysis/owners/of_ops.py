@@ -17,11 +17,16 @@ OUTSIDE = "outside any layer"
 
 def op_owner(op: Op, att: Attribution, program: Program, unscoped: "Unscoped") -> OwnerKey:
     """The owner of one op (`att` is its category, layer and phase)."""
-    scopes = scopes_of(op)
-    lowered = [bare(s).lower() for s in scopes]
     phase = att.phase if att.phase in ("forward", "backward") else ""
     if att.category == "input":
         return OwnerKey("input", op.type)
+    entry = known(op.type, bool(op.source) or op.kind == "xla")
+    if entry is not None and entry.key in ("debug_ops", "python_op"):
+        return OwnerKey("debug", op.type)
+    if att.layer and att.category not in ("loss", "optimizer"):  # most ops: a layer's (no loss or metric has one)
+        return OwnerKey("layer", att.layer, phase)
+    scopes = scopes_of(op)
+    lowered = [bare(s).lower() for s in scopes]
     if att.phase == "optimizer" or att.category == "optimizer":
         name = next((bare(s) for s, low in zip(scopes, lowered) if low in OPTIMIZER_SCOPES), "")
         return OwnerKey("optimizer", name or program.optimizer.lower() or "optimizer")
@@ -30,9 +35,6 @@ def op_owner(op: Op, att: Attribution, program: Program, unscoped: "Unscoped") -
     metric = next((i for i, low in enumerate(lowered) if low in METRIC_SCOPES), None)
     if metric is not None:
         return OwnerKey("metric", bare(scopes[metric + 1]) if metric + 1 < len(scopes) else "metrics")
-    entry = known(op.type, bool(op.source) or op.kind == "xla")
-    if entry is not None and entry.key in ("debug_ops", "python_op"):
-        return OwnerKey("debug", op.type)
     if att.layer:
         return OwnerKey("layer", att.layer, phase)
     if op.code and att.category not in ("transfer", "collective"):  # the Python stack that made an XLA op
