@@ -1,4 +1,4 @@
-"""The profiler a capture drives, TensorFlow's or JAX's: chosen, started, stopped and marked here."""
+"""The profiler a capture drives, TensorFlow's, JAX's or PyTorch's: chosen, started, stopped and marked here."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import sys
 
 from tftrace.model.errors import TftraceError
 
+from tftrace.capture.torch_profiler import TORCH
+
 TENSORFLOW, JAX = "tensorflow", "jax"
-NAMES = (TENSORFLOW, JAX)
+NAMES = (TENSORFLOW, JAX, TORCH)
 
 
 class Unavailable(Exception):
@@ -33,17 +35,20 @@ _fallback: str | None = None  # the choice that had to import a framework, made 
 
 
 def choose(explicit: str | None = None) -> str:
-    """TENSORFLOW or JAX: `explicit` if given; else Keras' backend when it is one of them; else the
-    framework already imported (JAX alone: JAX); else TensorFlow if it imports, else JAX."""
+    """TENSORFLOW, JAX or TORCH: `explicit` if given; else Keras' backend when it is one of them;
+    else the framework already imported (torch alone: TORCH; JAX alone: JAX); else TensorFlow if
+    it imports, else JAX, else torch."""
     global _fallback
     if explicit is not None:
         if explicit not in NAMES:
-            raise BackendError(f"backend must be 'tensorflow' or 'jax', not {explicit!r}")
+            raise BackendError(f"backend must be 'tensorflow', 'jax' or 'torch', not {explicit!r}")
         return explicit
     keras = keras_backend()
     if keras in NAMES:
         return keras
-    tf, jax = "tensorflow" in sys.modules, "jax" in sys.modules
+    tf, jax, torch = ("tensorflow" in sys.modules, "jax" in sys.modules, "torch" in sys.modules)
+    if torch and not (tf or jax):  # a PyTorch program: only torch.profiler sees its ops
+        return TORCH
     if jax and not tf:  # a JAX program: TensorFlow's profiler would not see JAX's work
         return JAX
     if tf:
@@ -57,12 +62,16 @@ def choose(explicit: str | None = None) -> str:
             _fallback = name
             break
         else:
-            raise Unavailable("neither TensorFlow nor JAX can be imported here: pip install tensorflow, or jax")
+            raise Unavailable("neither TensorFlow, JAX nor torch can be imported here: pip install tensorflow, "
+                              "jax or torch")
     return _fallback
 
 
 def profiler(name: str):
-    """The profiler `name` (TENSORFLOW or JAX): start, stop, step and region markers, server."""
+    """The profiler `name` (TENSORFLOW, JAX or TORCH): start, stop, step and region markers, server."""
+    if name == TORCH:
+        from tftrace.capture.torch_profiler import TorchProfiler
+        return TorchProfiler()
     return _JaxProfiler() if name == JAX else _TensorFlowProfiler()
 
 
@@ -136,7 +145,7 @@ def versions() -> dict:
     """The versions of the frameworks this process imported (read, never imported here)."""
     out = {}
     for key, module in (("tensorflow_version", "tensorflow"), ("keras_version", "keras"),
-                        ("jax_version", "jax"), ("jaxlib_version", "jaxlib")):
+                        ("jax_version", "jax"), ("jaxlib_version", "jaxlib"), ("torch_version", "torch")):
         version = getattr(sys.modules.get(module), "__version__", None)
         if isinstance(version, str):
             out[key] = version

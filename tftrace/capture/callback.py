@@ -29,10 +29,11 @@ class TraceCallback(keras.callbacks.Callback):
     readable by `tftrace analyze` and by TensorBoard's Profile tab. Every captured step is
     wrapped in `tf.profiler.experimental.Trace("train"|"test"|"predict", step_num=n, _r=1)`
     (on Keras' JAX backend: `jax.profiler.StepTraceAnnotation(..., step_num=n)`, the windows
-    driven by `jax.profiler.start_trace`/`stop_trace`), which spans every callback's batch hooks,
-    wherever this callback stands in the list. While a window is open, the other callbacks' hooks
-    are marked `tftrace callback <Class>.<hook>`. Other Keras backends (torch, numpy): one
-    warning, and training goes on uncaptured.
+    driven by `jax.profiler.start_trace`/`stop_trace`; on torch: `record_function("ProfilerStep#n")`
+    in a `torch.profiler.profile` window, and each layer's call in `record_function(layer.name)`),
+    which spans every callback's batch hooks, wherever this callback stands in the list. While a
+    window is open, the other callbacks' hooks are marked `tftrace callback <Class>.<hook>`. Other
+    Keras backends (numpy): one warning, and training goes on uncaptured.
     A window cut short (Ctrl-C, or an exception anywhere in the call) is saved before the
     exception goes on, marked `cut_short` in its sidecar.
 
@@ -121,8 +122,8 @@ class TraceCallback(keras.callbacks.Callback):
     def _begin_mode(self, mode: str) -> None:
         if self._unsupported and not self._disabled:
             self._disabled = True  # warned once per callback: every call would say the same
-            _warn(f"capture is not available on Keras' {self._backend} backend (tftrace drives TensorFlow's "
-                  "and JAX's profilers); training goes on without a trace")
+            _warn(f"capture is not available on Keras' {self._backend} backend (tftrace drives TensorFlow's, "
+                  "JAX's and PyTorch's profilers); training goes on without a trace")
         if not (mode == "test" and self._modes == ["train"]):
             self._begin_call()  # outermost: fit, or evaluate/predict on their own
         self._modes.append(mode)
@@ -243,6 +244,9 @@ class TraceCallback(keras.callbacks.Callback):
             self._opened_at = time.perf_counter()
             self._sigint.arm()
             self._mark_callbacks()
+            if session.profiler.name == backends.TORCH:  # no layer names in torch's trace otherwise
+                from tftrace.capture.torch_profiler import mark_layers
+                mark_layers(self._marks, self.model)
         else:
             self._disabled = True  # warned once; do not retry every step
 

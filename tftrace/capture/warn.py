@@ -10,7 +10,7 @@ class CaptureWarning(UserWarning):
     """Something kept tftrace from capturing; the user's code goes on regardless."""
 
 
-_NOT_USER = {"tftrace", "keras", "tf_keras", "tensorflow", "jax", "jaxlib", "contextlib", "atexit"}
+_NOT_USER = {"tftrace", "keras", "tf_keras", "tensorflow", "jax", "jaxlib", "torch", "contextlib", "atexit"}
 
 
 def warn(message: str) -> None:

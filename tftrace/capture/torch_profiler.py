@@ -1,0 +1,95 @@
+"""PyTorch's profiler (torch.profiler) driven as tftrace's other profilers are: start, stop, marks, layer ranges."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import time
+
+from tftrace.model.layout import PROFILE_DIR
+
+TORCH = "torch"
+SUFFIX = ".pt.trace.json"  # what torch.profiler's tensorboard_trace_handler names its files
+
+
+class TorchProfiler:
+    """`torch.profiler.profile` (CPU, and CUDA where present) around the window; at stop its Kineto
+    trace goes to `<log_dir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.pt.trace.json`, a run
+    folder named as TensorFlow's and JAX's profilers name theirs."""
+
+    name = TORCH
+
+    def __init__(self):
+        self._prof = None
+        self._log_dir = ""
+
+    def start(self, log_dir: str, levels: dict, python_tracer: bool | None) -> None:
+        import torch
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        # with_stack is torch's Python tracer: every Python call an event (22,000 for a few Keras
+        # steps of a two-layer model), so only when asked for.
+        prof = torch.profiler.profile(activities=activities, record_shapes=False, with_stack=bool(python_tracer))
+        prof.__enter__()
+        self._prof, self._log_dir = prof, log_dir
+
+    def stop(self) -> None:
+        prof, self._prof = self._prof, None
+        if prof is None:
+            raise RuntimeError("the torch profiler was not started")
+        prof.__exit__(None, None, None)
+        run = _new_run_dir(os.path.join(self._log_dir, *PROFILE_DIR))
+        prof.export_chrome_trace(os.path.join(run, socket.gethostname() + SUFFIX))
+
+    def step(self, name: str, number: int):
+        # `ProfilerStep#N`, the range `prof.step()` writes: how torch's own tools (and tftrace) find
+        # steps. `name` (train, test, predict) is the sidecar's `mode`.
+        import torch
+        return torch.profiler.record_function(f"ProfilerStep#{int(number)}")
+
+    def region(self, name: str):
+        import torch
+        return torch.profiler.record_function(name)
+
+    def serve(self, port: int) -> None:
+        raise RuntimeError("torch.profiler has no profiler server to capture from outside")
+
+
+def _new_run_dir(root: str) -> str:
+    """A fresh `<YYYY_MM_DD_HH_MM_SS>` folder under `root` (`..._2` if that second's is taken)."""
+    stamp = time.strftime("%Y_%m_%d_%H_%M_%S")
+    for n in itertools.count(1):
+        path = os.path.join(root, stamp if n == 1 else f"{stamp}_{n}")
+        try:
+            os.makedirs(path)
+            return path
+        except FileExistsError:
+            continue
+    raise AssertionError("unreachable")
+
+
+def mark_layers(patches, model) -> int:
+    """Wrap each Keras layer's `call` (on the instance, put back by `patches.restore()`) in
+    `torch.profiler.record_function(layer.name)`: Keras on torch leaves no layer name in the trace
+    otherwise. How many layers were marked; never raises (the names are a bonus)."""
+    from tftrace.capture.program_config import layers_of
+    count = 0
+    try:
+        import torch
+        for layer in [model, *layers_of(model)]:
+            name = str(getattr(layer, "name", "") or "")
+            if name and patches.put(layer, "call", lambda fn, name=name: _ranged(fn, name, torch)):
+                count += 1
+    except Exception:  # the layers marked so far stay marked, and are put back with the rest
+        pass
+    return count
+
+
+def _ranged(fn, name: str, torch):
+    def call(*args, **kwargs):
+        with torch.profiler.record_function(name):
+            return fn(*args, **kwargs)
+    call.__wrapped__ = fn
+    return call
