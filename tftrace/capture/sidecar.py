@@ -33,6 +33,15 @@ def describe(model, mode: str, batch_size: int | None = None, callbacks=()) -> d
     """What analysis needs to name layers and show parameters beside time, and the program's
     configuration (capture/program_config.py). Framework versions are read from the modules already
     imported: a JAX run must not import TensorFlow for them."""
+    from tftrace.capture.backend import TORCH, keras_backend
+    if keras_backend() == TORCH:
+        from tftrace.capture.torch_profiler import keras_without_tensorflow
+        with keras_without_tensorflow():
+            return _describe(model, mode, batch_size, callbacks)
+    return _describe(model, mode, batch_size, callbacks)
+
+
+def _describe(model, mode: str, batch_size: int | None, callbacks) -> dict:
     from tftrace.capture.backend import versions
     from tftrace.capture.program_config import layers_of, program_config
     layers = []

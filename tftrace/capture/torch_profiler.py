@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import socket
+import sys
 import time
 
 from tftrace.model.layout import PROFILE_DIR
@@ -93,3 +95,27 @@ def _ranged(fn, name: str, torch):
             return fn(*args, **kwargs)
     call.__wrapped__ = fn
     return call
+
+
+@contextlib.contextmanager
+def keras_without_tensorflow():
+    """Keras' `get_config()` (the sidecar reads the program's configuration with it) asks whether
+    TensorFlow is available by importing it: seconds, and a second framework in a torch process.
+    While this is open, and only if Keras has not asked yet and TensorFlow is not imported, Keras is
+    told it is not; afterwards Keras asks again as before."""
+    lazy = None
+    if "tensorflow" not in sys.modules:
+        try:
+            from keras.src.utils import module_utils
+            lazy = module_utils.tensorflow
+            if getattr(lazy, "_available", True) is not None:  # asked already: its answer stands
+                lazy = None
+        except Exception:  # another Keras: nothing to hold back
+            lazy = None
+    if lazy is not None:
+        lazy._available = False
+    try:
+        yield
+    finally:
+        if lazy is not None and lazy._available is False:
+            lazy._available = None

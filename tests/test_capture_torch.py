@@ -1,0 +1,184 @@
+"""Capture on Keras 3's torch backend and raw torch loops, with TensorFlow and JAX unimportable: TraceCallback
+on fit (with its validation pass) and predict, tftrace.trace() around a torch loop, interrupts, a profiler
+that cannot start.
+
+The captures run in child processes (tests/torch_capture_run.py: Keras on torch, on the CPU, with a finder
+that refuses `import tensorflow` and `import jax`); the tests read the Kineto JSON they wrote directly.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from conftest import ROOT
+
+if importlib.util.find_spec("torch") is None or importlib.util.find_spec("keras") is None:
+    pytest.skip("needs torch and keras (pip install tftrace[torch] keras)", allow_module_level=True)
+
+from tftrace.capture import backend  # noqa: E402
+
+SCRIPT = os.path.join(ROOT, "tests", "torch_capture_run.py")
+_ENV = {"KERAS_BACKEND": "torch", "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+
+
+def _child(*args: str, code: str | None = None) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-c", code] if code is not None else [sys.executable, SCRIPT, *args]
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, **_ENV})
+
+
+def _results(out: str, *parts: str) -> dict:
+    proc = _child(out, *parts)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(os.path.join(out, "results.json")) as f:
+        results = json.load(f)
+    for part, result in results.items():
+        assert not (isinstance(result, dict) and "error" in result), f"{part}: {result['error']}"
+    return results
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    """Keras on torch: fit, predict, cut windows, a profiler that cannot start."""
+    return _results(str(tmp_path_factory.mktemp("torch_capture")))
+
+
+@pytest.fixture(scope="module")
+def loop(tmp_path_factory):
+    """A raw torch loop in a process that imports no Keras."""
+    return _results(str(tmp_path_factory.mktemp("torch_loop")), "loop")
+
+
+def _sidecar(run: str) -> dict:
+    with open(os.path.join(run, "tftrace_run.json")) as f:
+        return json.load(f)
+
+
+def _trace_file(run: str) -> str:
+    (path,) = glob.glob(os.path.join(run, "*.pt.trace.json"))
+    return path
+
+
+def _events(run: str) -> list[dict]:
+    with open(_trace_file(run)) as f:
+        return [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+
+
+def _annotations(run: str) -> Counter:
+    """The record_function ranges of the trace (steps, layers, regions, callbacks), by name."""
+    return Counter(e["name"] for e in _events(run) if e.get("cat") == "user_annotation")
+
+
+def _steps(run: str) -> list[int]:
+    return sorted(int(m.group(1)) for name, n in _annotations(run).items()
+                  for m in [re.fullmatch(r"ProfilerStep#(\d+)", name)] if m for _ in range(n))
+
+
+def test_neither_tensorflow_nor_jax_is_imported_and_no_capture_warned(captured, loop):
+    assert captured["imported"] == ["keras"]  # "tensorflow", "jax" not in sys.modules
+    assert loop["imported"] == []  # torch alone: not even Keras
+    for part in ("fit", "predict"):
+        assert captured[part]["warnings"] == [], (part, captured[part]["warnings"])
+    assert loop["loop"]["warnings"] == [] and loop["loop"]["profiler"] == "torch"
+
+
+def test_capture_adds_no_framework_where_tensorflow_and_jax_are_installed():
+    """Without the finder: Keras 3.15 imports JAX itself when it is installed (its Orbax callback); the
+    capture adds no module of TensorFlow's or JAX's to what Keras brought."""
+    code = ("import sys, numpy as np, keras, tftrace\n"
+            "def fw(): return {m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'jax', 'jaxlib')}\n"
+            "before = fw()\n"
+            "m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)]); m.compile('sgd', 'mse')\n"
+            "cb = tftrace.TraceCallback('LOGS', fit_steps=(1, 2), evaluate_steps=None)\n"
+            "m.fit(np.ones((32, 4), 'float32'), np.ones((32, 2), 'float32'), batch_size=8, verbose=0, callbacks=[cb])\n"
+            "print(len(cb.runs), sorted(fw() - before), 'tensorflow' in sys.modules)\n")
+    logs = os.path.join(ROOT, ".pytest_torch_logs")
+    try:
+        proc = _child(code=code.replace("LOGS", logs))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.stdout.strip().splitlines()[-1] == "1 [] False"
+    finally:
+        import shutil
+        shutil.rmtree(logs, ignore_errors=True)
+
+
+def test_weights_and_predictions_are_identical_with_and_without_the_callback(captured):
+    fit, predict = captured["fit"], captured["predict"]
+    assert fit["weights_equal"] and fit["n_state"] > 6  # weights and Adam's slots, byte for byte
+    assert fit["layer_calls_put_back"]  # the layer ranges are gone once the windows closed
+    assert predict["weights_equal"] and predict["predictions_equal"]
+
+
+def test_each_window_is_a_run_folder_with_a_kineto_trace_and_its_marked_steps(captured):
+    fit, evaluate = captured["fit"]["runs"]
+    (predict,) = captured["predict"]["runs"]
+    for run, label in ((fit, "fit_epoch1"), (evaluate, "evaluate"), (predict, "predict")):
+        # <logdir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>_<label>/<host>.pt.trace.json, as TF's and JAX's runs
+        assert os.path.basename(os.path.dirname(run)) == "profile"
+        assert re.fullmatch(r"\d{4}(_\d\d){5}_" + label, os.path.basename(run)), run
+        assert _trace_file(run).endswith(".pt.trace.json")
+        side = _sidecar(run)
+        assert side["label"] == label and side["profiler"] == "torch" and side["backend"] == "torch"
+        assert side["torch_version"] and "error" not in side and "tensorflow_version" not in side
+        # one ProfilerStep range per marked step, numbered by the Keras batch
+        assert _steps(run) == side["steps"] == [2, 3, 4, 5, 6], run
+    assert _sidecar(fit)["mode"] == "fit" and _sidecar(predict)["mode"] == "predict"
+    assert _sidecar(fit)["layer_names"] == ["hidden", "drop", "out"]
+
+
+def test_each_layer_call_is_a_named_range_and_other_callbacks_hooks_are_marked(captured):
+    """Keras on torch leaves no layer name in torch's trace (ops are `aten::*`; `with_modules` is for
+    TorchScript, `with_stack` names modules `nn.Module: Dense_0`); inside windows each layer's call is
+    `record_function(layer.name)`."""
+    fit, evaluate = captured["fit"]["runs"]
+    (predict,) = captured["predict"]["runs"]
+    for run in (fit, evaluate, predict):
+        names = _annotations(run)
+        assert all(names[layer] == 5 for layer in ("tiny", "hidden", "drop", "out")), names
+    assert _annotations(fit)["tftrace callback Other.on_train_batch_end"] == 5
+    # the layers' ops run inside their ranges: a matmul (aten::addmm / aten::mm) of `hidden` in each step
+    events = _events(predict)
+    hidden = [e for e in events if e["name"] == "hidden"]
+    ops = [e for e in events if e.get("cat") == "cpu_op" and e["name"] in ("aten::addmm", "aten::mm", "aten::matmul")]
+    assert all(any(h["ts"] <= o["ts"] <= h["ts"] + h["dur"] for o in ops) for h in hidden)
+
+
+def test_an_exception_or_ctrl_c_inside_a_window_keeps_it_and_frees_the_profiler(captured):
+    cut = captured["cut"]
+    for name, raised in (("valueerror", "ValueError"), ("sigint", "KeyboardInterrupt")):
+        assert cut[name]["raised"] == raised
+        (run,) = cut[name]["runs"]
+        side = _sidecar(run)
+        # batch 4 raised in a hook after ours: it counts as completed, and its range is in the trace
+        assert side["cut_short"]["by"] == raised and side["cut_short"]["steps_completed"] == 3
+        assert _steps(run) == side["steps"] == [2, 3, 4]
+    (after,) = cut["after"]["runs"]
+    assert _steps(after) == [1, 2]
+
+
+def test_a_profiler_that_cannot_start_only_warns_and_training_goes_on(captured):
+    broken = captured["broken"]
+    assert broken["runs"] == [] and broken["weights_equal"]
+    (message,) = broken["warnings"]
+    assert message.startswith("tftrace: could not start the profiler (RuntimeError: Profiler is already enabled")
+
+
+def test_a_raw_torch_loop_gets_one_profiler_step_per_marked_step(loop):
+    (run,) = loop["loop"]["runs"]
+    assert os.path.basename(run).endswith("_torch-loop")
+    assert _steps(run) == _sidecar(run)["steps"] == [0, 1, 2, 3, 4, 5]
+    assert _annotations(run)["load batch"] == 6 and _sidecar(run)["regions"] == ["load batch"]
+    assert any(e["name"] == "aten::mse_loss" for e in _events(run))
+
+
+def test_torch_is_a_backend_by_name():
+    assert backend.choose("torch") == "torch" and "torch" in backend.NAMES

@@ -1,0 +1,203 @@
+"""Captures for tests/test_capture_torch.py, run as a script in a fresh process: Keras on torch (CPU) and a
+raw torch loop, with TensorFlow and JAX made unimportable (a finder first on sys.meta_path refuses them).
+
+    python tests/torch_capture_run.py OUT_DIR [PART ...]
+
+Writes OUT_DIR/<part>/logs (the runs) and OUT_DIR/results.json (what each part saw: weights equal,
+warnings, errors, the frameworks imported). Parts: fit, predict, cut, broken, loop; all but loop by
+default. `loop` imports no Keras: run it on its own, so torch is the only framework in the process.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+import warnings
+
+
+class _NoTensorFlowNoJax:
+    """Refuses `import tensorflow` and `import jax` (and their submodules), as on a machine with torch only.
+    The spec it finds has no origin, so a probe (`importlib.util.find_spec`, as torch._dynamo makes for
+    the modules it skips) passes on; importing it raises ImportError, and nothing enters sys.modules."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tensorflow", "tf_keras", "jax", "jaxlib"):
+            return importlib.machinery.ModuleSpec(name, self)
+        return None
+
+    def create_module(self, spec):
+        raise ImportError(f"No module named {spec.name!r} (blocked by the test)")
+
+    def exec_module(self, module):  # never reached: create_module refuses
+        raise ImportError(module.__name__)
+
+
+sys.meta_path.insert(0, _NoTensorFlowNoJax())
+os.environ.setdefault("KERAS_BACKEND", "torch")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import tftrace  # noqa: E402
+from tftrace.capture.warn import CaptureWarning  # noqa: E402
+
+
+def _keras():
+    import keras
+    return keras
+
+
+def _model(seed: int = 0):
+    keras = _keras()
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu", name="hidden"),
+                              keras.layers.Dropout(0.1, name="drop"), keras.layers.Dense(1, name="out")],
+                             name="tiny")
+    model.compile("adam", "mse")
+    return model
+
+
+def _data(n: int = 96):
+    rng = np.random.default_rng(0)
+    return rng.random((n, 8)).astype("float32"), rng.random((n, 1)).astype("float32")
+
+
+def _other():
+    keras = _keras()
+
+    class Other(keras.callbacks.Callback):
+        """A callback of the user's: its hooks are marked in the trace."""
+
+        def on_train_batch_end(self, batch, logs=None):
+            time.sleep(0.001)
+    return Other()
+
+
+def _state(model) -> list:
+    return [np.asarray(v) for v in model.weights] + [np.asarray(v) for v in model.optimizer.variables]
+
+
+def _same(a, b) -> bool:
+    return len(a) == len(b) and all(x.dtype == y.dtype and x.tobytes() == y.tobytes() for x, y in zip(a, b))
+
+
+def _fit(callbacks, epochs: int = 2):
+    model = _model()
+    x, y = _data()
+    np.random.seed(1)  # fit shuffles with NumPy's global generator
+    model.fit(x, y, batch_size=8, epochs=epochs, validation_data=(x[:64], y[:64]), verbose=0, callbacks=callbacks)
+    return model
+
+
+def part_fit(out: str) -> dict:
+    plain = _fit([_other()])
+    cb = tftrace.TraceCallback(os.path.join(out, "logs"))
+    traced = _fit([cb, _other()])
+    layer_calls_put_back = not any("call" in vars(layer) for layer in [traced, *traced.layers])
+    return {"runs": cb.runs, "weights_equal": _same(_state(plain), _state(traced)), "n_state": len(_state(plain)),
+            "layer_calls_put_back": layer_calls_put_back}
+
+
+def part_predict(out: str) -> dict:
+    model = _model()
+    x, _y = _data()
+    before = [np.asarray(v) for v in model.weights]
+    plain = model.predict(x, batch_size=8, verbose=0)
+    cb = tftrace.TraceCallback(os.path.join(out, "logs"))
+    traced = model.predict(x, batch_size=8, verbose=0, callbacks=[cb])
+    return {"runs": cb.runs, "weights_equal": _same(before, [np.asarray(v) for v in model.weights]),
+            "predictions_equal": _same([plain], [traced])}
+
+
+def part_cut(out: str) -> dict:
+    """An exception and a Ctrl-C inside fit windows: each window is kept, marked cut short."""
+    keras = _keras()
+    x, y = _data()
+    seen = {}
+
+    class Raises(keras.callbacks.Callback):
+        def __init__(self, act):
+            super().__init__()
+            self.act = act
+
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 4:
+                self.act()
+
+    def boom():
+        raise ValueError("a callback's own error")
+
+    # Python's own SIGINT handler, as in a terminal: a process started in the background (CI, `cmd &`)
+    # inherits SIGINT ignored, and then raise_signal would do nothing.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for name, act in (("valueerror", boom), ("sigint", lambda: (signal.raise_signal(signal.SIGINT), time.sleep(5)))):
+        cb = tftrace.TraceCallback(os.path.join(out, name), fit_steps=(2, 10), evaluate_steps=None)
+        try:
+            _model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[cb, Raises(act)])
+            seen[name] = {"raised": None}
+        except BaseException as e:  # noqa: BLE001 - KeyboardInterrupt is the point
+            seen[name] = {"raised": type(e).__name__}
+        seen[name]["runs"] = cb.runs
+    # The profiler is free again: a later window opens.
+    cb = tftrace.TraceCallback(os.path.join(out, "after"), fit_steps=(1, 2), evaluate_steps=None)
+    _model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[cb])
+    seen["after"] = {"runs": cb.runs}
+    return seen
+
+
+def part_broken(out: str) -> dict:
+    """torch's profiler refuses to start (another profiler holds this thread: `emit_itt`, as `emit_nvtx`
+    does on a GPU): one warning, and fit trains on to the same weights."""
+    plain = _fit([], epochs=1)
+    cb = tftrace.TraceCallback(os.path.join(out, "logs"))
+    with torch.autograd.profiler.emit_itt():
+        traced = _fit([cb], epochs=1)
+    return {"runs": cb.runs, "weights_equal": _same(_state(plain), _state(traced))}
+
+
+def part_loop(out: str) -> dict:
+    """A raw torch training loop (no Keras) in tftrace.trace() with tftrace.step() marks."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    x, y = (torch.from_numpy(a) for a in _data())
+    with tftrace.trace(os.path.join(out, "logs"), label="torch-loop") as t:
+        for i in range(6):
+            with tftrace.step("train", i):
+                with tftrace.region("load batch"):
+                    xb, yb = x[i * 8:(i + 1) * 8], y[i * 8:(i + 1) * 8]
+                opt.zero_grad()
+                loss = torch.nn.functional.mse_loss(net(xb), yb)
+                loss.backward()
+                opt.step()
+    return {"runs": [t.run_dir], "profiler": t.session.profiler.name if t.session.profiler else None}
+
+
+PARTS = {"fit": part_fit, "predict": part_predict, "cut": part_cut, "broken": part_broken, "loop": part_loop}
+
+
+def main(out: str, parts: list[str]) -> None:
+    results = {}
+    for name in parts or [p for p in PARTS if p != "loop"]:
+        began = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                result = PARTS[name](os.path.join(out, name))
+            except Exception:
+                result = {"error": traceback.format_exc()}
+        result["warnings"] = [str(w.message) for w in caught if issubclass(w.category, CaptureWarning)]
+        result["wall_s"] = time.perf_counter() - began
+        results[name] = result
+    results["imported"] = sorted({m.split(".")[0] for m in sys.modules} & {"tensorflow", "tf_keras", "jax", "keras"})
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(results, f, indent=2, default=str)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2:])
