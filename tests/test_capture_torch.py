@@ -152,6 +152,16 @@ def test_each_layer_call_is_a_named_range_and_other_callbacks_hooks_are_marked(c
     assert all(any(h["ts"] <= o["ts"] <= h["ts"] + h["dur"] for o in ops) for h in hidden)
 
 
+def test_a_keras_model_in_the_users_own_loop_gets_its_steps_and_layer_ranges(captured):
+    part = captured["keras_loop"]
+    (run,) = part["runs"]
+    assert part["warnings"] == [] and part["outputs_equal"] and part["layer_calls_put_back"]
+    assert _steps(run) == [0, 1, 2, 3]
+    names = _annotations(run)
+    assert all(names[layer] == 4 for layer in ("tiny", "hidden", "drop", "out")), names
+    assert _sidecar(run)["layer_names"] == ["hidden", "drop", "out"]
+
+
 def test_an_exception_or_ctrl_c_inside_a_window_keeps_it_and_frees_the_profiler(captured):
     cut = captured["cut"]
     for name, raised in (("valueerror", "ValueError"), ("sigint", "KeyboardInterrupt")):
@@ -170,6 +180,15 @@ def test_a_profiler_that_cannot_start_only_warns_and_training_goes_on(captured):
     assert broken["runs"] == [] and broken["weights_equal"]
     (message,) = broken["warnings"]
     assert message.startswith("tftrace: could not start the profiler (RuntimeError: Profiler is already enabled")
+
+
+def test_confirm_is_not_there_on_torch_yet_and_says_so_once_per_call(captured):
+    part = captured["confirm"]
+    assert len(part["runs"]) == 1
+    (message,) = part["warnings"]
+    assert "confirm does not run on Keras' torch backend yet" in message
+    (experiment,) = part["experiments"]
+    assert experiment["confirmed"] is None and "NotImplementedError" in experiment["error"]
 
 
 def test_a_raw_torch_loop_gets_one_profiler_step_per_marked_step(loop):

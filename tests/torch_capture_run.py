@@ -4,7 +4,7 @@ raw torch loop, with TensorFlow and JAX made unimportable (a finder first on sys
     python tests/torch_capture_run.py OUT_DIR [PART ...]
 
 Writes OUT_DIR/<part>/logs (the runs) and OUT_DIR/results.json (what each part saw: weights equal,
-warnings, errors, the frameworks imported). Parts: fit, predict, cut, broken, loop; all but loop by
+warnings, errors, the frameworks imported). Parts: fit, confirm, predict, keras_loop, cut, broken, loop; all but loop by
 default. `loop` imports no Keras: run it on its own, so torch is the only framework in the process.
 """
 
@@ -178,7 +178,30 @@ def part_loop(out: str) -> dict:
     return {"runs": [t.run_dir], "profiler": t.session.profiler.name if t.session.profiler else None}
 
 
-PARTS = {"fit": part_fit, "predict": part_predict, "cut": part_cut, "broken": part_broken, "loop": part_loop}
+def part_keras_loop(out: str) -> dict:
+    """A Keras model called directly in the user's own loop, in tftrace.trace(model=...)."""
+    model = _model()
+    keras_to_numpy = _keras().ops.convert_to_numpy
+    x, _y = _data()
+    plain = [keras_to_numpy(model(x[i * 8:(i + 1) * 8], training=False)) for i in range(4)]
+    with tftrace.trace(os.path.join(out, "logs"), label="keras-loop", model=model) as t:
+        traced = []
+        for i in range(4):
+            with tftrace.step("predict", i):
+                traced.append(keras_to_numpy(model(x[i * 8:(i + 1) * 8], training=False)))
+    return {"runs": [t.run_dir], "outputs_equal": _same(plain, traced),
+            "layer_calls_put_back": not any("call" in vars(layer) for layer in [model, *model.layers])}
+
+
+def part_confirm(out: str) -> dict:
+    """confirm=True is not there on torch yet: one warning per call, the trace kept, training on."""
+    cb = tftrace.TraceCallback(os.path.join(out, "logs"), evaluate_steps=None, confirm=True)
+    _fit([cb], epochs=1)
+    return {"runs": cb.runs, "experiments": [e.to_dict() for e in cb.experiments]}
+
+
+PARTS = {"fit": part_fit, "confirm": part_confirm, "predict": part_predict, "keras_loop": part_keras_loop, "cut": part_cut,
+         "broken": part_broken, "loop": part_loop}
 
 
 def main(out: str, parts: list[str]) -> None:

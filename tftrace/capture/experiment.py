@@ -38,6 +38,8 @@ def keras_call(model, call: str, n: int, budget_s: float | None = None) -> dict:
     """
     raw = new("step", call, n)
     min_s = MIN_TIMED_S if budget_s is None else min(MIN_TIMED_S, budget_s / 2)
+    if backends.keras_backend() == backends.TORCH:  # its steps are not TensorFlow's or JAX's functions
+        raise NotImplementedError("confirm does not run on Keras' torch backend yet")
     jax = backends.keras_backend() == backends.JAX
     try:
         source = data_source.batches(data_source.keras_epoch_iterator(model, call), jax=jax)

@@ -332,6 +332,12 @@ class trace(contextlib.ContextDecorator):
         session = self.session = ProfilerSession(*self._args)
         session.sidecar = {"mode": "trace"}
         session.start()  # never abandoned: __exit__ runs however the block ends
+        if session.active and self.model is not None and session.profiler.name == backends.TORCH:
+            from tftrace.capture.marks import Patches
+            from tftrace.capture.torch_profiler import mark_layers
+            layers = Patches()  # each layer's call a named range: torch's trace names no Keras layer
+            mark_layers(layers, self.model)
+            session.on_stop.append(layers.restore)
         self._entered.append(session)
         return self
 
