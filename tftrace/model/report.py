@@ -174,6 +174,7 @@ class DeviceRow:
     gaps: int  # idle gaps of at least IDLE_GAP_PS
     idle_ps: int  # the total of those gaps
     longest_gap_ps: int
+    compute_ps: int = 0  # time at least one kernel computes (copies, memsets and collectives left out)
 
 
 @dataclass(frozen=True)
