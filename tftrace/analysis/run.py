@@ -181,7 +181,8 @@ def _judge(trace: Trace, tl, parts: Breakdown, compute, numbers) -> Judged:
     load = None if device else pipeline_load(trace, tl, compute, parts.input >= HIGHLY_INPUT)
     left_out = ", ".join(str(numbers[i]) for i in startup)
     why = f"step {left_out} left out: a call's start-up, building its input iterator" if len(startup) else ""
-    return Judged(verdict(parts, tl.wall_ps > 0, device, load, why), load, paced(parts, device, load))
+    wait = tl.fraction(tl.input_wait) if device and tl.input_wait is not None else 0.0
+    return Judged(verdict(parts, tl.wall_ps > 0, device, load, why, wait), load, paced(parts, device, load))
 
 
 def _parts(tl) -> Breakdown:
