@@ -66,6 +66,9 @@ _FIXES = {
                 "asynchronously: do the host's work before reading anything back)."),
     },
     "between_calls": {
+        "torch": ("Overlap it with the model: load and preprocess batches in DataLoader workers (`num_workers`), "
+                  "keep per-step logging and `.item()` calls off the step's path (log every N steps), and cache what "
+                  "does not change."),
         "predict": ("Overlap it with the model: load and preprocess in a tf.data pipeline (`Dataset.map(..., "
                     "num_parallel_calls=tf.data.AUTOTUNE)` + `prefetch`) or a background thread, process several "
                     "items per call, and cache what does not change."),
