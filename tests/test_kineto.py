@@ -127,6 +127,7 @@ def test_resnet_with_no_dataloader_workers_is_input_bound_and_told_to_add_worker
     assert "num_workers" in top.recommendation and "pin_memory" in top.recommendation
     assert "tf.data" not in top.recommendation and "prefetch(" not in top.recommendation
     assert top.share > 0.2
+    assert "highly input-bound as well" in run.verdict.text  # the device's wait for input, said beside the bound
     (fixed,) = api.analyze(WORKERS_4).runs
     assert not any(b.kind == "input" and b.share > 0.05 for b in fixed.bottlenecks)
     assert fixed.steps.median_ps < 0.8 * run.steps.median_ps
