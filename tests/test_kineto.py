@@ -166,3 +166,25 @@ def test_a_truncated_gzip_gives_one_line_and_exit_2(tmp_path):
     path.write_bytes(data[: len(data) // 2])
     proc = run_cli("analyze", str(path), "--no-tensorboard")
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_odd_values_in_events_are_left_out_not_raised(tmp_path):
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": "²", "dur": 1},
+              {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 10 ** 30},
+              {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#" + "9" * 30, "pid": 1, "tid": 1,
+               "ts": 5, "dur": 100, "args": {"correlation": 2 ** 70}},
+              {"ph": "X", "cat": "kernel", "name": ["k"], "pid": "x", "tid": None, "ts": 1e300, "dur": -5,
+               "args": {"device": 2 ** 80, "stream": "s", "correlation": "7"}},
+              {"ph": "f", "cat": "ac2g", "id": 2 ** 90, "pid": 1, "tid": 1, "ts": 10},
+              {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 12.5, "dur": 1.25,
+               "args": {"device": 0, "stream": 7, "correlation": 3}},
+              {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 11,
+               "dur": 1, "args": {"correlation": 3}}, 7, None, "x"]
+    path = tmp_path / "odd.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    proc = run_cli("analyze", str(path), "--no-tensorboard", "--format", "json")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    trace = load_run(find_runs(str(path))[0])
+    # Kept: the op with its too-long duration (as 0), the step, the kernel and its launch; the
+    # events at times no clock holds (`"²"`, 1e300 us) are left out.
+    assert len(trace.events) == 4 and trace.devices == ("/device:GPU:0",)

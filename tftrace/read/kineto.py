@@ -104,7 +104,7 @@ class _Events:
                 self._complete(ev)
             elif ph in ("s", "f") and ev.get("cat") in ("ac2g", "async"):
                 ts = self._time(ev.get("ts"))
-                if ts is not None and isinstance(ev.get("id"), int):
+                if ts is not None and _id(ev.get("id")) >= 0:
                     self._flows[(str(ev.get("pid")), str(ev.get("tid")), ts)] = ev["id"]
             elif ph == "M" and ev.get("name") == "thread_name":
                 args = ev.get("args")
@@ -142,13 +142,13 @@ class _Events:
             line = self.lines[key] = _Line()
         line.label.append(code)
         line.start.append(start)
-        line.dur.append(dur if dur is not None and dur > 0 else 0)
-        corr = _number(args.get("correlation"), -1)
+        line.dur.append(dur if dur is not None and 0 < dur < _LIMIT else 0)
+        corr = _id(args.get("correlation"))
         if corr < 0:  # a flow that ends here (`ac2g`; 2021's `async` "launch") may carry the id
             line.missing.append((len(line.corr), pid, tid))
         line.corr.append(corr)
         step = _STEP.match(label[1])
-        line.step.append(int(step.group(1)) if step and cat not in _DEVICE_RANGES else -1)
+        line.step.append(_id(int(step.group(1))) if step and cat not in _DEVICE_RANGES else -1)
 
     def link_flows(self) -> None:
         """Correlation ids from flow events, for events whose args carry none."""
@@ -212,7 +212,7 @@ def _ps(value) -> int | None:
         ps = value * 1_000_000
     elif type(value) is str:
         whole, dot, frac = value.partition(".")
-        if dot and whole.lstrip("-").isdigit() and frac.isdigit():
+        if dot and value.isascii() and whole.lstrip("-").isdigit() and frac.isdigit():
             digits = (frac + "000000")[:6]
             ps = int(whole) * 1_000_000 + (-1 if whole.startswith("-") else 1) * int(digits)
             if len(frac) > 6 and frac[6] >= "5":  # sub-picosecond digits: rounded half up
@@ -228,6 +228,11 @@ def _ps(value) -> int | None:
     else:
         return None
     return ps
+
+
+def _id(value) -> int:
+    """A correlation id, flow id or step number that fits the stat columns, else -1."""
+    return value if type(value) is int and 0 <= value < _LIMIT else -1
 
 
 def _number(value, default):
