@@ -149,7 +149,8 @@ def test_several_pytorch_files_in_one_folder_are_its_ranks(tmp_path):
     (tmp_path / "empty.pt.trace.json").write_text('{"schemaVersion": 1, "traceEvents": []}')
     proc = run_cli("analyze", str(tmp_path), "--no-tensorboard")
     assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr and "hosts" in proc.stdout
+    assert "Traceback" not in proc.stderr and "hosts: empty, worker0.1623143089861, worker0.1623212756351" in proc.stdout
+    assert run_cli("analyze", str(tmp_path), "--no-tensorboard", "--workers", "2").returncode == 0
 
 
 @pytest.mark.parametrize("content", [b"", b"{", b'{"traceEvents": [{"ph": "X", "ts": 1, "dur"', b"\x1f\x8b\x08\x00junk"])

@@ -57,6 +57,8 @@ def read_kineto(path: str, builder: TraceBuilder, host: str) -> None:
     for batch in event_batches(path, parse_float=str, top=top):
         events.add(batch)
     events.link_flows()
+    if host not in builder.hosts:  # a rank that recorded nothing is still named by its file
+        builder.hosts.append(host)
     for key in sorted(events.lines, key=str):
         _add_line(builder, host, key, events)
     if events.base_ps is not None:  # where event times count from, in Unix ns
