@@ -138,7 +138,7 @@ def test_diff_shows_the_input_wait_gone():
     diff = json.loads(proc.stdout)
     assert diff["step_time"]["delta_pct"] < -20 and diff["step_time"]["significant"]
     wait = diff["input_wait"]
-    assert wait["baseline"] > 0.3 and wait["candidate"] < 0.05
+    assert wait["baseline"] > 0.25 and wait["candidate"] < 0.05
     text = run_cli("diff", WORKERS_0, WORKERS_4, check=True).stdout
     assert "device idle waiting for input" in text
 
@@ -189,3 +189,13 @@ def test_odd_values_in_events_are_left_out_not_raised(tmp_path):
     # Kept: the op with its too-long duration (as 0), the step, the kernel and its launch; the
     # events at times no clock holds (`"²"`, 1e300 us) are left out.
     assert len(trace.events) == 4 and trace.devices == ("/device:GPU:0",)
+
+
+def test_a_gpu_still_running_earlier_steps_is_busy_not_waiting_for_the_host():
+    """TraceLens' DDP rank: the host runs ahead, each step's window opens while the GPU still runs
+    the steps before it; the GPU is busy 97% of the time (HTA cannot read this file)."""
+    (run,) = api.analyze(TRACELENS).runs
+    (device,) = [d for d in run.per_device if d.busy_ps]
+    assert device.busy > 0.95
+    assert run.breakdown.host_overhead < 0.05 and run.breakdown.compute > 0.9
+    assert run.bottlenecks[0].kind != "device_idle"
