@@ -9,8 +9,10 @@ part, by priority as in XProf:
   Runs with a device, seen from the device, which is what the step waits for: compute (kernels
     and the step's device-to-host or device-to-device copies) over input (host-to-device
     copies); the rest is host overhead: the device idle, waiting for the host. Only device work
-    the step itself launched counts (see device_link). While the device idles, what the host
-    does is kept too: the time it waits for input data explains much device idle time.
+    a step launched counts (see device_link): the step's own, and, where the host runs ahead,
+    the earlier steps' work the device still runs in its window (busy, so computing). While the
+    device idles, what the host does is kept too: the time it waits for input data explains
+    much device idle time.
 Idle is the gap between one step's end and the next one's start (callbacks, Python between
 calls). Fractions are of the total wall time of steps plus the gaps between them.
 """
