@@ -122,6 +122,7 @@ def test_temporal_breakdown_matches_hta_within_five_points(tmp_path):
 
 def test_resnet_with_no_dataloader_workers_is_input_bound_and_told_to_add_workers():
     (run,) = api.analyze(WORKERS_0).runs
+    assert run.framework == "pytorch"
     top = run.bottlenecks[0]
     assert top.kind == "input" and "DataLoader" in top.title
     assert "num_workers" in top.recommendation and "pin_memory" in top.recommendation

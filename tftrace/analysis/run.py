@@ -129,7 +129,8 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
     hosts = tuple(p.host for p in parts) if views else timed.hosts
     return RunReport(
         path=timed.path, name=name, hosts=hosts, devices=tuple(sorted({d for p in parts for d in p.devices})),
-        mode=mode, mode_source=mode_source, eager=eager, steps=summary, breakdown=breakdown,
+        mode=mode, mode_source=mode_source, framework="pytorch" if ctx.torch else "", eager=eager,
+        steps=summary, breakdown=breakdown,
         verdict=measured_verdict(judged.verdict, experiment), bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
         notes=_notes(len(hosts), timed.problems, steps, eager) + _tracer_notes(ctx, judged.verdict.bound)

@@ -50,7 +50,9 @@ def _run(console: Console, run) -> None:
         return
     where = ", ".join(run.devices) or "host (CPU) only"
     mode = run.mode + (f" (from {run.mode_source})" if run.mode_source else "")
-    labelled(console, "hosts: ", f"{escape(', '.join(run.hosts))}   devices: {escape(where)}   mode: {escape(mode)}"
+    framework = f"   framework: {_FRAMEWORKS.get(run.framework, run.framework)}" if run.framework else ""
+    labelled(console, "hosts: ", f"{escape(', '.join(run.hosts))}   devices: {escape(where)}{escape(framework)}   "
+             f"mode: {escape(mode)}"
              + ("   [yellow]eager execution[/yellow]" if run.eager else ""), _INDENT)
     st = run.steps
     if st.count:
@@ -139,6 +141,9 @@ def _simple(console: Console, title: str, columns, rows, limits: dict | None = N
     spec = [(col, "left" if i == 0 or col in limits else "right", 0 if i == 0 else limits.get(col, 10))
             for i, col in enumerate(columns)]
     _print_table(console, title, spec, [tuple(str(c) for c in row) for row in rows])
+
+
+_FRAMEWORKS = {"pytorch": "PyTorch"}
 
 
 def _two_lines(name: str, width: int) -> str:
