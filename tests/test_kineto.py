@@ -200,3 +200,12 @@ def test_a_gpu_still_running_earlier_steps_is_busy_not_waiting_for_the_host():
     assert device.busy > 0.95
     assert run.breakdown.host_overhead < 0.05 and run.breakdown.compute > 0.9
     assert run.bottlenecks[0].kind != "device_idle"
+
+
+def test_a_corrupt_json_gz_in_a_logdir_is_not_a_trace_and_raises_nothing(tmp_path):
+    data = bytearray(gzip.compress(b'{"schemaVersion": 1, "traceEvents": []}' * 1000))
+    data[20:40] = b"\xff" * 20  # the deflate stream broken
+    (tmp_path / "x_kineto.json.gz").write_bytes(bytes(data))
+    (tmp_path / "notes.json").write_bytes(b"\xff\xfe not json")
+    proc = run_cli("analyze", str(tmp_path), "--no-tensorboard")
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "no profiler traces" in proc.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from array import array
 from decimal import Decimal, InvalidOperation
 
@@ -22,9 +23,7 @@ _COPY = {"gpu_memcpy", "Memcpy"}
 _SET = {"gpu_memset", "Memset"}
 _DEVICE = _KERNEL | _COPY | _SET
 _DEVICE_RANGES = {"gpu_user_annotation"}  # record_function ranges copied onto a stream
-_OPS = {"cpu_op", "Operator"}
-_RANGES = {"user_annotation", "DataLoader"}  # record_function ranges on the host
-_PYTHON = {"python_function", "Python"}
+_OPS = {"cpu_op", "Operator"}  # the rest on the host (runtime calls, Python, record_function ranges) are not ops
 _STEP = re.compile(r"ProfilerStep#(\d+)\Z")
 _DIGITS = re.compile(r"-?\d+")
 # What marks a Chrome trace as PyTorch's, in its first bytes (a top-level key, a category, a step).
@@ -42,7 +41,7 @@ def is_kineto(path: str) -> bool:
     try:
         with storage.open_binary(path) as raw:
             head = gzip.GzipFile(fileobj=raw).read(_HEAD) if path.endswith(".gz") else raw.read(_HEAD)
-    except (OSError, EOFError, ValueError):
+    except (OSError, EOFError, ValueError, zlib.error):
         return False
     head = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     return head[:1] in (b"{", b"[") and _MARKS.search(head) is not None
