@@ -209,3 +209,15 @@ def test_a_corrupt_json_gz_in_a_logdir_is_not_a_trace_and_raises_nothing(tmp_pat
     (tmp_path / "notes.json").write_bytes(b"\xff\xfe not json")
     proc = run_cli("analyze", str(tmp_path), "--no-tensorboard")
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "no profiler traces" in proc.stderr
+
+
+def test_torch_ops_get_categories_and_phases_from_their_names():
+    (run,) = api.analyze(WORKERS_0, top=None).runs
+    host = {o.name: o for o in run.ops if o.device == "host"}
+    expect = {"aten::add_": "elementwise", "aten::cudnn_convolution": "convolution", "aten::cudnn_batch_norm":
+              "normalization", "aten::addmm": "matmul", "aten::max_pool2d_with_indices": "pooling",
+              "aten::copy_": "transfer", "aten::empty": "other",
+              "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": "input"}
+    assert {n: host[n].category for n in expect} == expect
+    assert host["aten::cudnn_convolution_backward_input"].phase == "backward"
+    assert host["aten::cudnn_convolution"].phase == "forward"
