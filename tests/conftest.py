@@ -35,7 +35,8 @@ def public_traces() -> list[str]:
     """Every trace file in tests/data/public (the public traces tests must read)."""
     out = []
     for folder, _dirs, files in os.walk(PUBLIC):
-        out += [os.path.join(folder, f) for f in files if f.endswith((".xplane.pb", ".trace.json.gz", ".trace.json"))]
+        # `.json.gz`: PyTorch traces saved under other names (`*_kineto.json.gz`) too.
+        out += [os.path.join(folder, f) for f in files if f.endswith((".xplane.pb", ".json.gz", ".trace.json"))]
     return sorted(out)
 
 

@@ -11,7 +11,7 @@ from tftrace.model.errors import TftraceError, TraceReadError
 from tftrace.malloc import freed_memory_kept, keep_freed_memory
 from tftrace.model.events import Trace
 from tftrace.read.loader import load_host, load_run, with_files_beside
-from tftrace.read.logdir import Run, host_from_file
+from tftrace.read.logdir import Run
 from tftrace.model.report import RunReport
 
 
@@ -25,14 +25,15 @@ def analyze_run(run: Run, top: int | None, ops: str, progress=None, workers: int
     engine = _engine(workers, client, len(run.files))
     try:
         results = engine.map(_map_host, [(run, path, engine.keeps) for path in run.files])
-        parts = [r for r in results if isinstance(r, HostPart)]
+        mapped = [(path, r) for path, r in zip(run.files, results) if isinstance(r, HostPart)]
+        parts = [part for _path, part in mapped]
         problems = tuple(r for r in results if isinstance(r, str))
         if not parts:
             raise TraceReadError(problems[0])
         for path in run.files:
             if progress is not None:  # per host: its bytes were read in another process
                 progress(path, 1, 1)
-        timed = _path_of(run, slowest([p.view for p in parts]).host)
+        timed = _path_of(mapped, slowest([p.view for p in parts]))
         return engine.call_where(run.files.index(timed), _reduce, run, timed, parts, problems, top, ops)
     finally:
         engine.close()
@@ -65,9 +66,10 @@ def _reduce(run: Run, timed: str, parts: list[HostPart], problems: tuple[str, ..
     return combine_hosts(parts, lambda _host: trace, run.name, top, ops, problems)
 
 
-def _path_of(run: Run, host: str) -> str:
-    # With several files, each host is named after its file (read/loader.py).
-    return next(path for path in run.files if host_from_file(path) == host)
+def _path_of(mapped: list[tuple[str, HostPart]], view: HostView) -> str:
+    """The file a host's part was mapped from: by the part itself, not by its host's name (a file
+    with no events names no host, and two files may name the same one)."""
+    return next(path for path, part in mapped if part.view is view)
 
 
 class _Serial:

@@ -9,8 +9,10 @@ part, by priority as in XProf:
   Runs with a device, seen from the device, which is what the step waits for: compute (kernels
     and the step's device-to-host or device-to-device copies) over input (host-to-device
     copies); the rest is host overhead: the device idle, waiting for the host. Only device work
-    the step itself launched counts (see device_link). While the device idles, what the host
-    does is kept too: the time it waits for input data explains much device idle time.
+    a step launched counts (see device_link): the step's own, and, where the host runs ahead,
+    the earlier steps' work the device still runs in its window (busy, so computing). While the
+    device idles, what the host does is kept too: the time it waits for input data explains
+    much device idle time.
 Idle is the gap between one step's end and the next one's start (callbacks, Python between
 calls). Fractions are of the total wall time of steps plus the gaps between them.
 """
@@ -129,7 +131,7 @@ def _device_timeline(trace: Trace, start, end, idle, work: DeviceWork, host_wait
     s_all = ev["start_ps"][work.rows]
     e_all = s_all + ev["dur_ps"][work.rows]
     n = len(start)
-    compute, dev_busy, copies, wait = (np.zeros(n, np.int64) for _ in range(4))
+    compute, dev_busy, copies = (np.zeros(n, np.int64) for _ in range(3))
     order = np.argsort(work.step, kind="stable")
     bounds = np.searchsorted(work.step[order], np.arange(n + 1))
     for i in range(n):
@@ -137,11 +139,18 @@ def _device_timeline(trace: Trace, start, end, idle, work: DeviceWork, host_wait
         lo, hi = np.array([start[i]]), np.array([end[i]])
         s_i, e_i, k_i = s_all[sel], e_all[sel], kinds[sel]
         compute[i] = covered(*merge(s_i[k_i != 1], e_i[k_i != 1]), lo, hi)[0]
-        device = merge(s_i, e_i)
-        dev_busy[i] = covered(*device, lo, hi)[0]
+        dev_busy[i] = covered(*merge(s_i, e_i), lo, hi)[0]
         copies[i] = covered(*merge(s_i[k_i > 0], e_i[k_i > 0]), lo, hi)[0]
-        both = merge(np.concatenate([device[0], host_wait[0]]), np.concatenate([device[1], host_wait[1]]))
-        wait[i] = covered(*both, lo, hi)[0] - dev_busy[i]
+    # Where the host runs ahead, a step's window holds the device still running the steps before
+    # it: the device is busy then, not waiting for the host. (Work no step launched still counts
+    # for none.)
+    linked = work.step >= 0
+    device = merge(s_all[linked], e_all[linked])
+    busy_all = covered(*device, start, end)
+    compute += np.maximum(busy_all - dev_busy, 0)
+    dev_busy = np.maximum(busy_all, dev_busy)
+    both = merge(np.concatenate([device[0], host_wait[0]]), np.concatenate([device[1], host_wait[1]]))
+    wait = covered(*both, start, end) - dev_busy
     dur = end - start
     return Timeline(start, dur, dev_busy - compute, compute, dur - dev_busy, idle, busy_merged,
                     dev_busy, copies, wait)

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Iterable, NamedTuple
 
 from tftrace.analysis.breakdown import is_pipeline_op
+from tftrace.analysis.torch_ops import is_torch_backward, torch_category
 from tftrace.model.names import OPTIMIZER_SCOPES, Op, names_convolution
 
 CATEGORIES = ("matmul", "convolution", "reduction", "reshape", "elementwise", "activation",
@@ -279,7 +280,7 @@ def _judge(op: Op) -> tuple[str, str, tuple[str, ...]]:
     names = tuple(op.name.split("/")[:-1]) if op.kind in ("tf", "device") else ()
     lowered = [s.lower() for s in names]
     backward = any(s in ("gradient_tape", "gradients") or s.endswith("_grad") for s in lowered) \
-        or is_gradient_type(op.type)
+        or is_gradient_type(op.type) or op.kind == "torch" and is_torch_backward(op.type)
     category = _category(op, names, lowered)
     if category in ("input",) or op.kind == "data":
         phase = "input"
@@ -364,6 +365,8 @@ _PYTHON_OPS = ("PyFunc", "EagerPyFunc", "PyFuncStateless")
 def _category(op: Op, scopes: tuple[str, ...], lowered: list[str]) -> str:
     if op.kind == "data" or is_pipeline_op(op):  # tf.data stages; making datasets and iterators
         return "input"
+    if op.kind == "torch":  # PyTorch's ops carry no scopes: their names say what they are
+        return torch_category(op.type)
     by_type = category_of_type(op.type)
     if op.type in _PYTHON_OPS and any(not _is_wrapper(sc) for sc in scopes):
         return "other"  # tf.py_function in the model (a Lambda layer): the model's Python, not tf.data's

@@ -91,7 +91,21 @@ def diff_runs(base: RunReport, cand: RunReport, base_label: str, cand_label: str
     gate = speed_gate(step, fail_if_slower) if fail_if_slower is not None else None
     return DiffReport(base_label, cand_label, step, parts, ops, layers, cats, summary,
                       base.verdict.text, cand.verdict.text, notes, b_times, c_times, gate, _hosts(base, cand),
-                      _experiment(base, cand), memory_deltas(base.memory, cand.memory), owners)
+                      _experiment(base, cand), memory_deltas(base.memory, cand.memory), owners, _input_wait(base, cand))
+
+
+def _input_wait(base: RunReport, cand: RunReport) -> PartDelta | None:
+    """The device's idle time while the host waits for input, per step and as a share of step
+    time, where either run has any."""
+    def share(run: RunReport) -> tuple[float, int]:
+        steps = run.steps.steps
+        wall = sum(s.dur_ps + s.idle_ps for s in steps)
+        wait = sum(s.input_wait_ps for s in steps)
+        return (wait / wall if wall else 0.0), (round(wait / len(steps)) if steps else 0)
+    (b, b_ps), (c, c_ps) = share(base), share(cand)
+    if not b_ps and not c_ps:
+        return None
+    return PartDelta(round(b, 6), round(c, 6), round(c - b, 6), b_ps, c_ps)
 
 
 def _experiment(base: RunReport, cand: RunReport) -> tuple[ExperimentDelta, ...]:

@@ -129,7 +129,8 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
     hosts = tuple(p.host for p in parts) if views else timed.hosts
     return RunReport(
         path=timed.path, name=name, hosts=hosts, devices=tuple(sorted({d for p in parts for d in p.devices})),
-        mode=mode, mode_source=mode_source, eager=eager, steps=summary, breakdown=breakdown,
+        mode=mode, mode_source=mode_source, framework="pytorch" if ctx.torch else "", eager=eager,
+        steps=summary, breakdown=breakdown,
         verdict=measured_verdict(judged.verdict, experiment), bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
         notes=_notes(len(hosts), timed.problems, steps, eager) + _tracer_notes(ctx, judged.verdict.bound)
@@ -181,7 +182,8 @@ def _judge(trace: Trace, tl, parts: Breakdown, compute, numbers) -> Judged:
     load = None if device else pipeline_load(trace, tl, compute, parts.input >= HIGHLY_INPUT)
     left_out = ", ".join(str(numbers[i]) for i in startup)
     why = f"step {left_out} left out: a call's start-up, building its input iterator" if len(startup) else ""
-    return Judged(verdict(parts, tl.wall_ps > 0, device, load, why), load, paced(parts, device, load))
+    wait = tl.fraction(tl.input_wait) if device and tl.input_wait is not None else 0.0
+    return Judged(verdict(parts, tl.wall_ps > 0, device, load, why, wait), load, paced(parts, device, load))
 
 
 def _parts(tl) -> Breakdown:

@@ -59,13 +59,21 @@ def paced(b: Breakdown, device: bool, load: PipelineLoad | None) -> str:
 
 
 def verdict(b: Breakdown, measured: bool, device: bool = False, load: PipelineLoad | None = None,
-            steady: str = "") -> Verdict:
+            steady: str = "", input_wait: float = 0.0) -> Verdict:
     """What the run is bound by: the largest part, unless the input pipeline sets the pace
     (`paced`, from its `load`). `steady`: the steps the parts leave out to judge the steady
-    state, and why ("" when none is left out), said after the bound."""
+    state, and why ("" when none is left out), said after the bound. `input_wait`: on device
+    runs, the share of step time the device idles while the host waits for input (inside host
+    overhead); past XProf's thresholds it is said too, as XProf counts it as input time."""
     if not measured:
         return Verdict("unknown", "no step time could be measured in this trace")
     bound, head, text = _judged(b, device, load)
+    waiting = b.input + input_wait
+    if device and bound != "input" and input_wait > 0 and waiting >= MODERATELY_INPUT:
+        how = "highly" if waiting >= HIGHLY_INPUT else "moderately"
+        text = text.split("; highly input-bound as well")[0].split("; moderately input-bound as well")[0]
+        text += (f"; {how} input-bound as well ({waiting:.0%} of step time the device waits for input: the host "
+                 f"waits for data {input_wait:.0%}, copies into the device {b.input:.0%})")
     return Verdict(bound, f"{head}{f' in the steady state ({steady})' if steady else ''}: {text}.")
 
 

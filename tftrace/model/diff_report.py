@@ -115,6 +115,9 @@ class DiffReport(HtmlDisplay):
     experiment: tuple[ExperimentDelta, ...] = ()  # figures timed apart (`confirm`), where either run has them
     memory: tuple[MemoryDelta, ...] = ()  # peak bytes per allocator, matched by name
     owners: tuple[RowDelta, ...] = ()  # each owner's time per step (type: its kind), matched by owner and phase
+    # Runs with a device: the device idle while the host waits for input data (a part of host
+    # overhead), where either run has any; None otherwise.
+    input_wait: PartDelta | None = None
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict:

@@ -84,7 +84,7 @@ class Trace:
     ops: dict[int, Op]  # name code -> the op an event of that name times
     lines: tuple[LineInfo, ...]
     hosts: tuple[str, ...]
-    format: str  # xplane | trace_json
+    format: str  # xplane | trace_json | kineto (PyTorch's profiler)
     sidecar: dict = field(default_factory=dict)
     problems: tuple[str, ...] = ()  # host files of the run that could not be read (the others were)
     profile_start_ns: dict = field(default_factory=dict)  # host -> Unix ns where its event times count from

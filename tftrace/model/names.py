@@ -51,9 +51,11 @@ def jit_function(event_name: str) -> str | None:
     return None
 
 
-# Ops that wait for the next batch of input data (the iterator's, or a TPU's infeed).
+# PyTorch's wait for the next batch: `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`.
+DATALOADER = "DataLoader.__next__"
+# Ops that wait for the next batch of input data (the iterator's, a TPU's infeed, a DataLoader's).
 INPUT_TYPES = {"IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional", "OptionalGetValue",
-               "MultiDeviceIteratorGetNextFromShard", "InfeedDequeue", "InfeedDequeueTuple"}
+               "MultiDeviceIteratorGetNextFromShard", "InfeedDequeue", "InfeedDequeueTuple", DATALOADER}
 H2D = ("memcpyh2d", "memcpyhtod")  # device copy op types (lowercase prefixes) that carry input into a device
 
 
@@ -63,7 +65,8 @@ class Op(NamedTuple):
     name: str
     type: str
     kind: str  # "tf" (graph op), "eager" (op run eagerly), "data" (tf.data stage), "memcpy", "device"
-    # (a device kernel or op), "xla" (an XLA op run by the host: XLA:CPU's thunks)
+    # (a device kernel or op), "xla" (an XLA op run by the host: XLA:CPU's thunks), "torch" (a PyTorch
+    # op on the host: `aten::conv2d`)
     source: str = ""  # XLA ops: the framework's scope path (JAX `jit(f)/jvp(dense)/dot_general`)
     precision: str = ""  # device kernels: the arithmetic their name tells (fp32, tf32, bf16, fp16, fp8)
     code: str = ""  # XLA ops: the Python stack that made the op, innermost first (`loss_fn@train.py:42 < main@train.py:9`)

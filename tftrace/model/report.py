@@ -174,6 +174,7 @@ class DeviceRow:
     gaps: int  # idle gaps of at least IDLE_GAP_PS
     idle_ps: int  # the total of those gaps
     longest_gap_ps: int
+    compute_ps: int = 0  # time at least one kernel computes (copies, memsets and collectives left out)
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,9 @@ class RunReport:
     devices: tuple[str, ...] = ()
     mode: str = "unknown"  # train | evaluate | predict | mixed | unknown
     mode_source: str = ""  # how the mode was found: markers, sidecar, function names, ops
+    # "pytorch" for PyTorch profiler (Kineto) traces; "" where the trace family does not say (TF
+    # and JAX both write XSpace).
+    framework: str = ""
     eager: bool = False
     steps: StepsSummary = StepsSummary(0, "none", 0, 0)
     breakdown: Breakdown = Breakdown()

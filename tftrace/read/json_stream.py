@@ -32,14 +32,16 @@ def limit_bytes() -> int:
     return (int(value) if value.isdigit() and int(value) > 0 else DEFAULT_LIMIT_MB) * _MB
 
 
-def event_batches(path: str) -> Iterator[list]:
+def event_batches(path: str, parse_float=None, top: dict | None = None) -> Iterator[list]:
     """The elements of the file's `traceEvents` list (or of a top-level list), a batch at a
-    time; TraceReadError names what is wrong with the file. Memory stays near one batch."""
+    time; TraceReadError names what is wrong with the file. Memory stays near one batch.
+    `parse_float` (as json's: `str` keeps each number's decimal text) reads fractional numbers;
+    `top`, if given, receives the top-level object's other values (PyTorch's `baseTimeNanoseconds`)."""
     limit = limit_bytes()
-    text = _Text(_text_chunks(path, limit))
+    text = _Text(_text_chunks(path, limit), parse_float)
     try:
         _check_size(path, limit)
-        yield from _top_level(text, path)
+        yield from _top_level(text, path, top)
     except json.JSONDecodeError as e:  # where in the file, not in the window of text read
         raise TraceReadError(f"{path}: not valid trace JSON ({e.msg} at character {text.base + e.pos})") from None
     except OSError as e:
@@ -88,7 +90,7 @@ def _text_chunks(path: str, limit: int) -> Iterator[str]:
     yield decoder.decode(b"", final=True)
 
 
-def _top_level(text: "_Text", path: str) -> Iterator[list]:
+def _top_level(text: "_Text", path: str, top: dict | None = None) -> Iterator[list]:
     first = text.peek()
     if first == "":
         raise TraceReadError(f"{path}: empty file, not a trace")
@@ -98,7 +100,7 @@ def _top_level(text: "_Text", path: str) -> Iterator[list]:
         yield from text.elements()
         found = True
     elif first == "{":
-        found = yield from _object(text)
+        found = yield from _object(text, top)
     else:
         text.value()  # valid JSON, but not a trace: say so after checking it parses
     if text.peek() != "":
@@ -107,9 +109,9 @@ def _top_level(text: "_Text", path: str) -> Iterator[list]:
         raise TraceReadError(f"{path}: JSON without a 'traceEvents' list, not a trace viewer file")
 
 
-def _object(text: "_Text"):
+def _object(text: "_Text", top: dict | None = None):
     """Walk the top-level object, streaming its `traceEvents` list; other values are parsed and
-    dropped. Returns whether the list was there."""
+    dropped (or kept in `top`). Returns whether the list was there."""
     text.take("{")
     found = False
     if text.peek() == "}":
@@ -123,7 +125,9 @@ def _object(text: "_Text"):
             yield from text.elements()
             found = True
         else:
-            text.value()
+            value = text.value()
+            if top is not None and isinstance(key, str):
+                top[key] = value
         if text.peek() == "}":
             text.take("}")
             return found
@@ -133,8 +137,9 @@ def _object(text: "_Text"):
 class _Text:
     """A window on the decoded text: consumed text is dropped as more arrives."""
 
-    def __init__(self, chunks: Iterator[str]):
+    def __init__(self, chunks: Iterator[str], parse_float=None):
         self._chunks = chunks
+        self._decoder = _DECODER if parse_float is None else json.JSONDecoder(parse_float=parse_float)
         self.buf = ""
         self.i = 0
         self.base = 0  # characters dropped before buf
@@ -178,7 +183,7 @@ class _Text:
         self.peek()
         while True:
             try:
-                value, end = _DECODER.raw_decode(self.buf, self.i)
+                value, end = self._decoder.raw_decode(self.buf, self.i)
             except json.JSONDecodeError:
                 if self._more():
                     continue
@@ -198,7 +203,7 @@ class _Text:
             cut = self._cut() if self.i > self._slow_until else None
             if cut is not None:
                 try:
-                    batch = json.loads(f"[{self.buf[self.i:cut[0]]}]")
+                    batch = self._decoder.decode(f"[{self.buf[self.i:cut[0]]}]")
                 except ValueError:  # the cut fell inside a string or a nested value
                     self._slow_until = cut[0]
                 else:

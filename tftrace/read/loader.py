@@ -7,6 +7,7 @@ import dataclasses
 from tftrace.read.build import TraceBuilder
 from tftrace.model.layout import EXPERIMENT, SAMPLES_FILE, SIDECAR
 from tftrace.read.experiment_file import read_experiment
+from tftrace.read.kineto import is_kineto, read_kineto
 from tftrace.model.errors import TraceReadError
 from tftrace.read import storage
 from tftrace.read.logdir import Run, find_runs, host_from_file
@@ -31,7 +32,8 @@ def load_host(run: Run, path: str, beside_files: bool = False, progress=None) ->
 
 
 def _load(run: Run, files, progress, beside_files: bool, by_file: bool | None = None) -> Trace:
-    fmt = "xplane" if any(f.endswith(".xplane.pb") for f in run.files) else "trace_json"
+    kineto = {f for f in run.files if not f.endswith(".xplane.pb") and is_kineto(f)}
+    fmt = "xplane" if any(f.endswith(".xplane.pb") for f in run.files) else "kineto" if kineto else "trace_json"
     builder = TraceBuilder(run.path, fmt)
     problems: list[TraceReadError] = []
     # Two processes on one machine write the same hostname into their XSpace: with several
@@ -42,6 +44,8 @@ def _load(run: Run, files, progress, beside_files: bool, by_file: bool | None = 
         try:
             if path.endswith(".xplane.pb"):
                 read_xspace(path, builder, progress, host_from_file(path) if by_file else None)
+            elif path in kineto:
+                read_kineto(path, builder, host_from_file(path))
             else:
                 read_trace_json(path, builder, host_from_file(path))
         except TraceReadError as e:

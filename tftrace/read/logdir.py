@@ -6,8 +6,9 @@ import os
 from dataclasses import dataclass
 
 from tftrace.model.errors import NoTracesError, TraceReadError
-from tftrace.model.layout import TRACE_SUFFIXES
+from tftrace.model.layout import EXPERIMENT, JSON_SUFFIXES, SAMPLES_FILE, SIDECAR, TRACE_SUFFIXES
 from tftrace.read import storage
+from tftrace.read.kineto import is_kineto
 
 
 
@@ -21,24 +22,35 @@ class Run:
 
 
 def is_trace_file(path: str) -> bool:
+    """A trace by its name alone (`*.xplane.pb`, `*.trace.json[.gz]`, `*.pt.trace.json[.gz]`)."""
     return path.endswith(TRACE_SUFFIXES)
+
+
+def _is_trace(path: str) -> bool:
+    """A trace by its name, or a JSON file whose first bytes say it is PyTorch's (`*_kineto.json.gz`)."""
+    if is_trace_file(path):
+        return True
+    name = _basename(path)
+    return name.endswith(JSON_SUFFIXES) and name not in (SIDECAR, SAMPLES_FILE, EXPERIMENT) and is_kineto(path)
 
 
 def find_runs(path: str) -> list[Run]:
     """The runs under `path` (a local path or an fsspec URL such as gs://bucket/logdir), sorted by
     name; raises when there is nothing to read."""
     if storage.kind(path) == "file":
-        if not is_trace_file(path):
-            raise TraceReadError(f"{path}: not a trace file (expected *.xplane.pb or *.trace.json[.gz])")
+        if not _is_trace(path):
+            raise TraceReadError(f"{path}: not a trace file (expected *.xplane.pb, *.trace.json[.gz] or a "
+                                 f"PyTorch profiler trace)")
         return [Run(path, _basename(path), (path,))]
     runs = []
     for folder, dirs, files in storage.walk(path):
         dirs.sort()
-        traces = _preferred(sorted(f for f in files if is_trace_file(f)))
+        traces = _preferred(sorted(f for f in files if _is_trace(storage.join(folder, f))))
         if traces:
             runs.append(Run(folder, storage.relative(folder, path), tuple(storage.join(folder, f) for f in traces)))
     if not runs:
-        raise NoTracesError(f"{path}: no profiler traces found (*.xplane.pb or *.trace.json[.gz]) in this folder or below")
+        raise NoTracesError(f"{path}: no profiler traces found (*.xplane.pb, *.trace.json[.gz] or PyTorch's "
+                            f"*.pt.trace.json[.gz]) in this folder or below")
     return sorted(runs, key=lambda r: r.name)
 
 
@@ -46,7 +58,7 @@ def _preferred(files: list[str]) -> list[str]:
     """One file per host: XSpace where a host has one, else its legacy JSON."""
     by_host: dict[str, str] = {}
     for f in files:
-        host = next(f[: -len(s)] for s in TRACE_SUFFIXES if f.endswith(s))
+        host = host_from_file(f)
         if host not in by_host or f.endswith(".xplane.pb"):
             by_host[host] = f
     return sorted(by_host.values())
@@ -57,8 +69,9 @@ def _basename(path: str) -> str:
 
 
 def host_from_file(path: str) -> str:
+    """The host (or rank) a file is named after: its name without its trace suffix."""
     base = _basename(path)
-    for s in TRACE_SUFFIXES:
+    for s in TRACE_SUFFIXES + JSON_SUFFIXES:
         if base.endswith(s):
             return base[: -len(s)]
     return base

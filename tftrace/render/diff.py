@@ -58,6 +58,11 @@ def _text(diff, color: bool, width: int) -> str:
                       ms(d.baseline_ps), ms(d.candidate_ps))
     con.print()
     con.print(table)
+    if diff.input_wait is not None:
+        w = diff.input_wait
+        con.print()
+        labelled(con, "device idle waiting for input (in host overhead): ",
+                 f"{pct(w.baseline)} -> {pct(w.candidate)} ({ms(w.baseline_ps)} ms -> {ms(w.candidate_ps)} ms per step)", 2)
     if diff.hosts:
         hosts = Table(title="Hosts (mean step time)", title_justify="left", show_edge=False)
         for col in ("host", "baseline ms", "candidate ms", "delta", "baseline bound", "candidate bound", "status"):
@@ -127,6 +132,10 @@ def _markdown(diff) -> str:
     out += _table(["part", "baseline", "candidate", "delta", "baseline ms", "candidate ms"],
                   [(PART_LABELS[p], pct(d.baseline), pct(d.candidate), f"{d.delta * 100:+.1f} pt",
                     ms(d.baseline_ps), ms(d.candidate_ps)) for p, d in diff.breakdown.items()])
+    if diff.input_wait is not None:
+        w = diff.input_wait
+        out += [f"Device idle waiting for input (in host overhead): {pct(w.baseline)} -> {pct(w.candidate)} "
+                f"({ms(w.baseline_ps)} ms -> {ms(w.candidate_ps)} ms per step).", ""]
     if diff.hosts:
         out += ["## Hosts (mean step time)", ""]
         out += _table(["host", "baseline ms", "candidate ms", "delta", "baseline bound", "candidate bound", "status"],

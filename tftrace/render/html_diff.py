@@ -111,7 +111,16 @@ def _breakdown(diff) -> str:
     return (f'<div class="card"><h3>Where step time goes (ms per step)</h3><div class="legend">{keys}</div>'
             f'<div class="chart-box">{breakdown_chart(diff)}</div><div class="table-box"><table data-table="breakdown">'
             "<thead><tr><th>part</th><th>baseline</th><th>candidate</th><th>delta</th><th>baseline ms</th>"
-            f"<th>candidate ms</th><th>delta ms</th></tr></thead><tbody>{rows}</tbody></table></div></div>")
+            f"<th>candidate ms</th><th>delta ms</th></tr></thead><tbody>{rows}</tbody></table></div>"
+            f"{_input_wait(diff)}</div>")
+
+
+def _input_wait(diff) -> str:
+    w = diff.input_wait
+    if w is None:
+        return ""
+    return (f'<p class="muted">device idle waiting for input (in host overhead): {pct(w.baseline)} -&gt; '
+            f"{pct(w.candidate)} ({ms(w.baseline_ps)} ms -&gt; {ms(w.candidate_ps)} ms per step)</p>")
 
 
 def _hosts(diff) -> str:

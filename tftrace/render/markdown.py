@@ -36,6 +36,7 @@ def _run(run) -> list[str]:
         return out + [f"Could not be read: {_cell(run.error)}", ""]
     st = run.steps
     out.append(f"- hosts: {_cell(', '.join(run.hosts))}; devices: {_cell(', '.join(run.devices) or 'host only')}; "
+               f"{f'framework: {_cell(run.framework)}; ' if run.framework else ''}"
                f"mode: {run.mode}{f' (from {_cell(run.mode_source)})' if run.mode_source else ''}"
                f"{'; eager execution' if run.eager else ''}")
     if st.count:

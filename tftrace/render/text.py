@@ -13,7 +13,7 @@ from rich.table import Table
 from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, owner_cells, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
                                 params, pct, projection, tail, where)
 from tftrace.render.text_memory import memory_section
-from tftrace.render.wrap import labelled, say
+from tftrace.render.wrap import breaks, labelled, say
 
 WIDTH = 100  # the default; the command line passes the terminal's width
 _INDENT = 2
@@ -50,7 +50,9 @@ def _run(console: Console, run) -> None:
         return
     where = ", ".join(run.devices) or "host (CPU) only"
     mode = run.mode + (f" (from {run.mode_source})" if run.mode_source else "")
-    labelled(console, "hosts: ", f"{escape(', '.join(run.hosts))}   devices: {escape(where)}   mode: {escape(mode)}"
+    framework = f"   framework: {_FRAMEWORKS.get(run.framework, run.framework)}" if run.framework else ""
+    labelled(console, "hosts: ", f"{escape(', '.join(run.hosts))}   devices: {escape(where)}{escape(framework)}   "
+             f"mode: {escape(mode)}"
              + ("   [yellow]eager execution[/yellow]" if run.eager else ""), _INDENT)
     st = run.steps
     if st.count:
@@ -141,6 +143,18 @@ def _simple(console: Console, title: str, columns, rows, limits: dict | None = N
     _print_table(console, title, spec, [tuple(str(c) for c in row) for row in rows])
 
 
+_FRAMEWORKS = {"pytorch": "PyTorch"}
+
+
+def _two_lines(name: str, width: int) -> str:
+    """A name's tail that wraps into two lines of `width`: a kernel's signature breaks at its
+    spaces, so twice the width of it may take three."""
+    out = tail(name, 2 * width)
+    while len(out) > width and len(breaks(out, width, width)) > 2:
+        out = "…" + out[2:]
+    return out
+
+
 def _print_table(console: Console, title: str, columns, rows) -> None:
     """A heading, then the table, indented, within the console's width. The column whose limit is
     0 takes the width the others leave and at most two lines (long names keep their tail); every
@@ -164,7 +178,7 @@ def _print_table(console: Console, title: str, columns, rows) -> None:
         table.add_column(col, justify=just, width=widths[i], no_wrap=bool(limit),
                          overflow="ellipsis" if limit else "fold")
     for row in rows:
-        table.add_row(*(escape(row[i] if columns[i][2] else tail(row[i], 2 * widths[i])) for i in keep))
+        table.add_row(*(escape(row[i] if columns[i][2] else _two_lines(row[i], widths[i])) for i in keep))
     console.print()
     say(console, f"[bold]{escape(title)}[/bold]", _INDENT)
     console.print(Padding(table, (0, 0, 0, _INDENT), expand=False))

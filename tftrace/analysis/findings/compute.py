@@ -38,9 +38,14 @@ def detect(ctx: Context) -> list[Finding]:
     ranked = sorted(owners, key=lambda o: (-o.compute_ps, o.kind, o.name))
     chosen = ranked[:TOP] + [o for o in ranked[TOP:] if o.kind in _CONFIGURED]
     out = []
+    unscoped = ctx.torch and not any(e.layer for e in ctx.table)
     for o in chosen:
         share = o.compute_ps / ctx.per_step_ps
         if share <= 0:
+            continue
+        if unscoped and o.kind == "step":
+            # A PyTorch trace names no module scopes: this owner is the whole model, whose removal
+            # no fix makes; the breakdown and op tables show its time.
             continue
         out.append(_finding(ctx, o, share, o.compute_ps / compute_ps))
     return out

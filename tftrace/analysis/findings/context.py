@@ -87,6 +87,11 @@ class Context:
         return self.trace.has_prefix(JIT_CALL) or any(op.kind == "xla" for op in self.trace.ops.values())
 
     @cached_property
+    def torch(self) -> bool:
+        """A PyTorch run (a Kineto trace): fixes in torch's idiom, not Keras'."""
+        return self.trace.format == "kineto"
+
+    @cached_property
     def tracer(self) -> TracerCost | None:
         """What JAX's Python tracer adds to each step; None without its events, or when small."""
         return tracer_cost(self.trace, self.tl, self.breakdown)

@@ -66,6 +66,9 @@ _FIXES = {
                 "asynchronously: do the host's work before reading anything back)."),
     },
     "between_calls": {
+        "torch": ("Overlap it with the model: load and preprocess batches in DataLoader workers (`num_workers`), "
+                  "keep per-step logging and `.item()` calls off the step's path (log every N steps), and cache what "
+                  "does not change."),
         "predict": ("Overlap it with the model: load and preprocess in a tf.data pipeline (`Dataset.map(..., "
                     "num_parallel_calls=tf.data.AUTOTUNE)` + `prefetch`) or a background thread, process several "
                     "items per call, and cache what does not change."),
@@ -103,7 +106,20 @@ _FIXES = {
                 "cost with fewer calls: `steps_per_execution` in fit, one compiled step (`jit_compile=True`), "
                 "larger batches."),
     },
+    "dataloader": {
+        "serial": ("The DataLoader loads each batch in the training process, so the GPU waits for it every step: "
+                   "load in worker processes, `DataLoader(..., num_workers=N)` (N up to the CPU cores per GPU; "
+                   "`persistent_workers=True` keeps them across epochs, `prefetch_factor` sets how many batches each "
+                   "worker readies ahead){pin}."),
+        "workers": ("The DataLoader's {workers} still do not keep up with the GPU: raise `num_workers` (up to the CPU "
+                    "cores per GPU) and `prefetch_factor`, make the Dataset's `__getitem__` and transforms cheaper "
+                    "(decode once, smaller images, GPU-side augmentation){pin}."),
+    },
     "dispatch": {
+        "torch": ("Each op the step runs costs PyTorch and the CUDA runtime a few microseconds to launch, whatever "
+                  "its size: run fewer, larger kernels. Compile the model with `torch.compile(model)` (fuses "
+                  "elementwise ops), capture the step in CUDA graphs (`torch.compile(mode=\"reduce-overhead\")`), "
+                  "use the optimizer's `foreach=True` or `fused=True` updates, and raise the batch size."),
         "any": ("Each op the step runs costs the runtime a few microseconds to schedule, whatever its size: run "
                 "fewer, larger ops. Compile the step with XLA (`model.compile(..., jit_compile=True)`), which fuses "
                 "them (the optimizer's per-weight updates among them), run several steps per call "
@@ -219,6 +235,9 @@ _FIXES = {
                 "program's configuration, so their owner is known; then make that work cheaper or run it less often."),
     },
     "device_idle": {
+        "torch": ("The host cannot keep the GPU fed: take per-step syncs off the step's path (`.item()`, `.cpu()`, "
+                  "printing tensors, `torch.cuda.synchronize()`), compile the model (`torch.compile`) or capture the "
+                  "step in CUDA graphs, and load data in DataLoader workers."),
         "any": ("The host cannot keep the device fed: run the step as one compiled function (`jit_compile=True`), "
                 "raise `steps_per_execution`, prefetch to the device, and move per-step Python (logging, .numpy(), "
                 "metrics) off the step's path."),
@@ -261,6 +280,9 @@ _FIXES = {
                   "{fill} of capacity planned), and scale the learning rate with it"),
     },
     "h2d": {
+        "torch": ("Copy batches from pinned memory without blocking: `DataLoader(..., pin_memory=True)` and "
+                  "`batch.to(device, non_blocking=True)`, so the copy overlaps the previous step's kernels; send "
+                  "smaller dtypes (uint8 images, normalized on the GPU)."),
         "any": ("Prefetch to the device (`tf.data.experimental.prefetch_to_device` or a distribution strategy's "
                 "dataset), use pinned host memory, and send smaller dtypes (uint8 images, cast on the device)."),
         "jax": ("Each step copies its batch from host memory while the model waits. Put the data on the device "

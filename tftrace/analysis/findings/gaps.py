@@ -21,8 +21,9 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
                  fact("in Keras' loop and callbacks"), *where)
         return [Finding("idle", "Gaps between steps" + title, share, facts, fix_for("gaps", "keras"),
                         ctx.projected(share * ctx.wall_ps), "idle")]
-    framework = "JAX" if ctx.jax else "TensorFlow"
+    framework = "PyTorch's profiled ops" if ctx.torch else "JAX" if ctx.jax else "TensorFlow"
     facts = (ms_fact(f"per iteration outside {framework}", per_gap), pct_fact("share of wall time", share),
              fact("your Python between calls, such as loading data"), *where)
     return [Finding("idle", "Your Python between iterations" + title, share, facts,
-                    fix_for("between_calls", "jax" if ctx.jax else "predict"), ctx.projected(share * ctx.wall_ps), "idle")]
+                    fix_for("between_calls", "torch" if ctx.torch else "jax" if ctx.jax else "predict"),
+                    ctx.projected(share * ctx.wall_ps), "idle")]

@@ -101,7 +101,7 @@ def _counts(ctx: Context) -> list:
 
 
 def _loop(ctx: Context) -> str:
-    return "keras_jax" if ctx.keras_jax else "jax" if ctx.jax else "any"
+    return "torch" if ctx.torch else "keras_jax" if ctx.keras_jax else "jax" if ctx.jax else "any"
 
 
 def _per_step(ctx: Context, predicate, device: bool) -> float:

@@ -9,6 +9,7 @@ import re
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.host_to_device import host_to_device
+from tftrace.analysis.findings import dataloader
 from tftrace.analysis.findings.fixes import fix_for, pipeline_fix
 from tftrace.analysis.findings.where import hottest_fact
 from tftrace.analysis.pipeline_load import cores as load_cores
@@ -88,15 +89,19 @@ def detect(ctx: Context) -> list[Finding]:
     if in_fn:
         title = f"Input pipeline{in_fn}" + (f" ({ctx.pipeline.slowest} stage)" if ctx.pipeline.slowest else "")
     fix = pipeline_fix([k for k, ps, _ in kinds[:2] if ps >= 0.15 * (sum(p for _, p, _ in kinds) or 1)], has)
+    waits_in = "IteratorGetNext"
+    if ctx.torch:  # no tf.data: the DataLoader is what the step waits for
+        title, facts, fix, waits_in = dataloader.title(ctx.trace), (), dataloader.fix(ctx.trace), "the DataLoader"
     if tl.device_busy is None:
         out += _on_the_host(ctx, kinds, title, facts + where, fix)
     if tl.device_busy is not None and b.input > 0 and not ctx.jax:  # JAX runs: host_to_device.detect
         out.append(host_to_device(ctx))
     wait = tl.fraction(tl.input_wait) if tl.input_wait is not None else 0.0
     if wait > 0:
-        facts_wait = (pct_fact("share of step time the device runs nothing while the host waits in IteratorGetNext", wait),
+        facts_wait = (pct_fact(f"share of step time the device runs nothing while the host waits in {waits_in}", wait),
                       ms_fact("per step", tl.input_wait.sum() / ctx.n))
-        out.append(Finding("input", "Device idle while the host waits for input data" + title[len("Input pipeline"):],
+        head = title if ctx.torch else "Device idle while the host waits for input data" + title[len("Input pipeline"):]
+        out.append(Finding("input", head,
                            wait, facts_wait + facts + where, fix, ctx.projected(tl.input_wait.sum()), "host_overhead"))
     return out
 
