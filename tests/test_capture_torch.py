@@ -91,7 +91,7 @@ def test_neither_tensorflow_nor_jax_is_imported_and_no_capture_warned(captured, 
     assert loop["loop"]["warnings"] == [] and loop["loop"]["profiler"] == "torch"
 
 
-def test_capture_adds_no_framework_where_tensorflow_and_jax_are_installed():
+def test_capture_adds_no_framework_where_tensorflow_and_jax_are_installed(tmp_path):
     """Without the finder: Keras 3.15 imports JAX itself when it is installed (its Orbax callback); the
     capture adds no module of TensorFlow's or JAX's to what Keras brought."""
     code = ("import sys, numpy as np, keras, tftrace\n"
@@ -101,14 +101,9 @@ def test_capture_adds_no_framework_where_tensorflow_and_jax_are_installed():
             "cb = tftrace.TraceCallback('LOGS', fit_steps=(1, 2), evaluate_steps=None)\n"
             "m.fit(np.ones((32, 4), 'float32'), np.ones((32, 2), 'float32'), batch_size=8, verbose=0, callbacks=[cb])\n"
             "print(len(cb.runs), sorted(fw() - before), 'tensorflow' in sys.modules)\n")
-    logs = os.path.join(ROOT, ".pytest_torch_logs")
-    try:
-        proc = _child(code=code.replace("LOGS", logs))
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        assert proc.stdout.strip().splitlines()[-1] == "1 [] False"
-    finally:
-        import shutil
-        shutil.rmtree(logs, ignore_errors=True)
+    proc = _child(code=code.replace("LOGS", str(tmp_path / "logs")))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "1 [] False"
 
 
 def test_weights_and_predictions_are_identical_with_and_without_the_callback(captured):
