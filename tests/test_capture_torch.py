@@ -163,6 +163,7 @@ def test_each_layer_call_is_a_named_range_and_other_callbacks_hooks_are_marked(c
     for run in (fit, evaluate, predict):
         names = _annotations(run)
         assert all(names[layer] == 5 for layer in ("tiny", "hidden", "drop", "out")), names
+        assert _sidecar(run)["layer_ranges"] == ["tiny", "hidden", "drop", "out"]  # which ranges are layers
     assert _annotations(fit)["tftrace callback Other.on_train_batch_end"] == 5
     # the layers' ops run inside their ranges: a matmul (aten::addmm / aten::mm) of `hidden` in each step
     events = _events(predict)
@@ -179,6 +180,7 @@ def test_a_keras_model_in_the_users_own_loop_gets_its_steps_and_layer_ranges(cap
     names = _annotations(run)
     assert all(names[layer] == 4 for layer in ("tiny", "hidden", "drop", "out")), names
     assert _sidecar(run)["layer_names"] == ["hidden", "drop", "out"]
+    assert _sidecar(run)["layer_ranges"] == ["tiny", "hidden", "drop", "out"]
 
 
 def test_an_exception_or_ctrl_c_inside_a_window_keeps_it_and_frees_the_profiler(captured):

@@ -72,21 +72,21 @@ def _new_run_dir(root: str) -> str:
     raise AssertionError("unreachable")
 
 
-def mark_layers(patches, model) -> int:
+def mark_layers(patches, model, sidecar: dict) -> None:
     """Wrap each Keras layer's `call` (on the instance, put back by `patches.restore()`) in
     `torch.profiler.record_function(layer.name)`: Keras on torch leaves no layer name in the trace
-    otherwise. How many layers were marked; never raises (the names are a bonus)."""
+    otherwise. The names marked go in the sidecar as `layer_ranges` (the model's first), so a reader
+    tells them from other ranges. Never raises: the names are a bonus."""
     from tftrace.capture.program_config import layers_of
-    count = 0
+    marked = sidecar.setdefault("layer_ranges", [])
     try:
         import torch
         for layer in [model, *layers_of(model)]:
             name = str(getattr(layer, "name", "") or "")
             if name and patches.put(layer, "call", lambda fn, name=name: _ranged(fn, name, torch)):
-                count += 1
+                marked.append(name)
     except Exception:  # the layers marked so far stay marked, and are put back with the rest
         pass
-    return count
 
 
 def _ranged(fn, name: str, torch):
