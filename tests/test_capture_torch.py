@@ -203,11 +203,13 @@ def test_a_profiler_that_cannot_start_only_warns_and_training_goes_on(captured):
     assert message.startswith("tftrace: could not start the profiler (RuntimeError: Profiler is already enabled")
 
 
-def test_confirm_is_not_there_on_torch_yet_and_says_so_once_per_call(captured):
+def test_confirm_and_the_profiler_server_are_not_there_on_torch_yet_and_say_so(captured):
     part = captured["confirm"]
     assert len(part["runs"]) == 1
-    (message,) = part["warnings"]
-    assert "confirm does not run on Keras' torch backend yet" in message
+    server, confirm = part["warnings"]
+    assert server.startswith("tftrace: could not start the profiler server on port 6123 (RuntimeError: "
+                             "torch.profiler has no profiler server")
+    assert "confirm does not run on Keras' torch backend yet" in confirm
     (experiment,) = part["experiments"]
     assert experiment["confirmed"] is None and "NotImplementedError" in experiment["error"]
 

@@ -194,14 +194,14 @@ def part_keras_loop(out: str) -> dict:
 
 
 def part_confirm(out: str) -> dict:
-    """confirm=True is not there on torch yet: one warning per call, the trace kept, training on."""
-    cb = tftrace.TraceCallback(os.path.join(out, "logs"), evaluate_steps=None, confirm=True)
+    """confirm=True and server_port are not there on torch yet: a warning each, the trace kept, training on."""
+    cb = tftrace.TraceCallback(os.path.join(out, "logs"), evaluate_steps=None, confirm=True, server_port=6123)
     _fit([cb], epochs=1)
     return {"runs": cb.runs, "experiments": [e.to_dict() for e in cb.experiments]}
 
 
-PARTS = {"fit": part_fit, "confirm": part_confirm, "predict": part_predict, "keras_loop": part_keras_loop, "cut": part_cut,
-         "broken": part_broken, "loop": part_loop}
+PARTS = {"fit": part_fit, "confirm": part_confirm, "predict": part_predict, "keras_loop": part_keras_loop,
+         "cut": part_cut, "broken": part_broken, "loop": part_loop}
 
 
 def main(out: str, parts: list[str]) -> None:
