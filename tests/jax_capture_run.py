@@ -4,7 +4,7 @@ with TensorFlow made unimportable (a finder first on sys.meta_path refuses it).
     python tests/jax_capture_run.py OUT_DIR [PART ...]
 
 Writes OUT_DIR/<part>/logs (the runs) and OUT_DIR/results.json (what each part saw: weights equal,
-warnings, experiments, errors). Parts: fit, predict, data, loop, tracer_off, cut, cycles, all by default.
+warnings, experiments, errors). Parts: fit, plain, predict, data, loop, tracer_off, cut, cycles, all by default.
 """
 
 from __future__ import annotations
@@ -84,6 +84,17 @@ def part_fit(out: str) -> dict:
             "experiments": [e.to_dict() for e in cb.experiments]}
 
 
+def part_plain(out: str) -> dict:
+    """A plain fit, TraceCallback its only callback: Keras keeps dispatching the end hooks on its
+    worker thread, and the weights are those of the same fit without it."""
+    plain = _fit([])
+    cb = tftrace.TraceCallback(os.path.join(out, "logs"))
+    traced = _fit([cb])
+    same = all(np.array_equal(a, b) for a, b in zip(_state(plain), _state(traced)))
+    dispatch = {mode: getattr(cb._callbacks, f"_async_{mode}") for mode in ("train", "test")}
+    return {"runs": cb.runs, "weights_equal": same, "async": dispatch}
+
+
 def part_predict(out: str) -> dict:
     model = _model()
     x, _y = _data()
@@ -140,12 +151,12 @@ def _jit_loop(steps: int, log_dir: str, **kwargs):
 
 
 def part_loop(out: str) -> dict:
-    t = _jit_loop(6, os.path.join(out, "logs"), python=True)
+    t = _jit_loop(6, os.path.join(out, "logs"), python=True, python_tracer=True)
     return {"runs": [t.run_dir]}
 
 
 def part_tracer_off(out: str) -> dict:
-    t = _jit_loop(3, os.path.join(out, "logs"), python_tracer=False)
+    t = _jit_loop(3, os.path.join(out, "logs"))  # the default: JAX's Python tracer off
     return {"runs": [t.run_dir]}
 
 
@@ -215,7 +226,7 @@ def part_cycles(out: str, cycles: int = 20) -> dict:
     return {"runs": runs, "seconds": time.perf_counter() - began, "python": sys.version.split()[0]}
 
 
-PARTS = {"fit": part_fit, "predict": part_predict, "data": part_data, "loop": part_loop,
+PARTS = {"fit": part_fit, "plain": part_plain, "predict": part_predict, "data": part_data, "loop": part_loop,
          "tracer_off": part_tracer_off, "cut": part_cut, "cycles": part_cycles}
 
 

@@ -99,13 +99,13 @@ class _JaxProfiler:
     def start(self, log_dir: str, levels: dict, python_tracer: bool | None) -> None:
         import jax
         options = None
-        # JAX's Python tracer records every Python call (on by default): off only when asked, and only
-        # where start_trace takes options (jax >= 0.4.3x); an older JAX is told by a warning.
+        # JAX's Python tracer records every Python call (on by JAX's default) and makes a Python-heavy
+        # step several times longer: off unless asked for (the sampler measures Python instead), where
+        # start_trace takes options (jax >= 0.4.3x); an older JAX asked to turn it off gets a warning.
         if "profiler_options" in inspect.signature(jax.profiler.start_trace).parameters:
             options = jax.profiler.ProfileOptions()
             options.host_tracer_level = int(levels.get("host_tracer_level", options.host_tracer_level))
-            if python_tracer is not None:
-                options.python_tracer_level = int(python_tracer)
+            options.python_tracer_level = int(bool(python_tracer))
         elif python_tracer is False:
             from tftrace.capture.warn import warn
             warn(f"jax {jax.__version__} takes no profiler options: its Python tracer stays on")

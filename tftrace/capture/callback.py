@@ -29,8 +29,10 @@ class TraceCallback(keras.callbacks.Callback):
     readable by `tftrace analyze` and by TensorBoard's Profile tab. Every captured step is
     wrapped in `tf.profiler.experimental.Trace("train"|"test"|"predict", step_num=n, _r=1)`
     (on Keras' JAX backend: `jax.profiler.StepTraceAnnotation(..., step_num=n)`, the windows
-    driven by `jax.profiler.start_trace`/`stop_trace`), which spans every callback's batch hooks,
-    wherever this callback stands in the list. While a window is open, the other callbacks' hooks
+    driven by `jax.profiler.start_trace`/`stop_trace`), which spans every callback's batch hooks
+    that run on the loop's thread, wherever this callback stands in the list. It reads no logs and
+    adds no sync: Keras 3 keeps dispatching the callbacks' end hooks on its worker thread (where a
+    backend allows it), and outside its windows it only checks whether one begins. While a window is open, the other callbacks' hooks
     are marked `tftrace callback <Class>.<hook>`. Other Keras backends (torch, numpy): one
     warning, and training goes on uncaptured.
     A window cut short (Ctrl-C, or an exception anywhere in the call) is saved before the
@@ -49,9 +51,10 @@ class TraceCallback(keras.callbacks.Callback):
             (TensorFlow 2.21 ignores levels passed from Python: it logs "host_tracer_level
             expects an i value" and profiles at its defaults; they are passed on regardless.
             JAX takes host_tracer_level; its Python tracer is set by `python_tracer`.)
-        python_tracer: the profiler's own Python tracer: None for the profiler's default (JAX's
-            is on: every Python call is an event), False to turn it off (it slows Python-heavy
-            steps many times over; the step markers and XLA's events stay), True to ask for it.
+        python_tracer: the profiler's own Python tracer, True to ask for it (every Python call an
+            event; it slows Python-heavy steps many times over); None (the default) or False: off on
+            JAX (JAX's own default is on), the profiler's default on TensorFlow (off). The
+            sampler (`python`) names the Python functions instead, for under 1% of the time.
         python: sample every thread's Python stacks while a window is open ("auto", the
             default: every 5 ms while that costs under 1% of the time, less often otherwise;
             True: every 5 ms; a number: that interval in seconds; False: off), so the report
@@ -145,10 +148,10 @@ class TraceCallback(keras.callbacks.Callback):
     def _wrap_steps(self) -> None:
         """Mark each step around all the callbacks' batch hooks, as tf.keras' `train` TraceMe does:
         from our own hooks, a callback listed before us would begin its batch outside the step, one
-        after us end it outside, and that time would read as idle instead of host overhead."""
+        after us end it outside, and that time would read as idle instead of host overhead. The
+        list's end hook is where the step ends, on the thread running the loop, also where Keras 3
+        hands the callbacks' end hooks to its worker thread (then they run beside the next step)."""
         for mode in _MODES:
-            if getattr(self._callbacks, f"_async_{mode}", False):
-                continue  # Keras 3 runs the end hooks on a thread: the marker would close before them
             calls, hook = self._callbacks, f"on_{mode}_batch_"
             if self._steps.put(calls, hook + "begin", functools.partial(self._step_begin, mode=mode)) \
                     and self._steps.put(calls, hook + "end", functools.partial(self._step_end, mode=mode)):
@@ -164,8 +167,8 @@ class TraceCallback(keras.callbacks.Callback):
     def _step_end(self, fn, mode: str):
         def on_batch_end(batch, *args, **kwargs):
             out = fn(batch, *args, **kwargs)
-            if mode in self._list_modes:
-                self._batch_end(mode, batch, completed=False)  # counted in our own hook (`_complete`)
+            if mode in self._list_modes and self._session is not None:
+                self._batch_end(mode, batch)
             return out
         return on_batch_end
 
@@ -275,8 +278,9 @@ class TraceCallback(keras.callbacks.Callback):
     def _complete(self) -> None:
         """The marked step counts as completed once our own end hook runs (with the marker spanning
         all callbacks, it still closes later): a cut-short window counts its steps as before."""
-        if self._session is not None and self._session.steps:
-            self._session.completed.append(self._session.steps[-1])
+        session = self._session
+        if session is not None and session.steps and session.completed[-1:] != session.steps[-1:]:
+            session.completed.append(session.steps[-1])
 
     def _close(self, mode: str, reason: str = "", cut_short: str | None = None) -> None:
         self._sigint.disarm()
@@ -342,8 +346,12 @@ class TraceCallback(keras.callbacks.Callback):
             mode = self._session_mode
             self._close(mode, f"{_MODES[mode]} raised {by}", cut_short=by)
 
-    # -- tf.keras (tf_keras) asks callbacks which hooks they implement; Keras 3 does not ----------
-    _supports_tf_logs = False
+    # -- what the callback list may skip for us: we never read a batch's logs ---------------------
+    # Keras 3: our end hooks do not stop its asynchronous dispatch of the callbacks' end hooks (a
+    # callback overriding one turns it off for the whole call: the host then waits for each step's
+    # logs). tf.keras: the logs stay tensors for us (else it converts them every batch, a sync).
+    async_safe = True
+    _supports_tf_logs = True
 
     def _implements_train_batch_hooks(self) -> bool:
         return True
@@ -357,17 +365,25 @@ class TraceCallback(keras.callbacks.Callback):
     # -- Keras hooks ----------------------------------------------------------------------------
     def _own_begin(self, mode: str, batch: int) -> None:
         if mode not in self._list_modes:  # no list wrapped: mark the step from here, as a fallback
+            if self._marker is not None:  # its end hook ran on Keras' worker thread, or not at all
+                self._unmark(completed=True)
             self._batch_begin(mode, batch)
         clock = self._clocks.get(mode)
         if self.confirm and clock is not None:
             clock.tick(batch, traced=self._session is not None)
 
     def _own_end(self, mode: str, batch: int) -> None:
+        """Our end hook, declared `async_safe`: Keras 3 may call it on its worker thread, so there it
+        does nothing (the step ends in the list's end hook, or at the next begin hook where no list
+        is wrapped). Called in turn with the others, it counts the step as completed (the marker
+        still spans the hooks after ours); only a loop calling the hooks itself ends its step here."""
+        if getattr(self._callbacks, f"_async_{mode}", False):
+            return
         if mode in self._list_modes:
             if self._marker is not None:
                 self._complete()
-        else:
-            self._batch_end(mode, batch)
+            return
+        self._batch_end(mode, batch)
 
     def set_model(self, model):
         super().set_model(model)

@@ -84,8 +84,8 @@ class ProfilerSession:
         self.levels = dict(host_tracer_level=host_tracer_level,
                            python_tracer_level=max(python_tracer_level, int(python is True or _number(python))),
                            device_tracer_level=device_tracer_level)
-        # The profiler's own Python tracer: None leaves each profiler's default (JAX's: on; TF's:
-        # python_tracer_level), False turns it off (it slows Python-heavy loops many times over).
+        # The profiler's own Python tracer: True asks for it; None or False: off on JAX (JAX's own
+        # default is on, and it slows Python-heavy loops many times over), TF's python_tracer_level.
         self.python_tracer = python_tracer
         self.backend = backends.choose(backend) if backend is not None else None  # a bad name raises now
         self.profiler = None
@@ -310,8 +310,9 @@ class trace(contextlib.ContextDecorator):
     sets the interval in seconds; False: no sampling), so the report names the Python functions
     behind input, loading and per-call time. Levels are the profiler's own (TensorFlow 2.21 ignores them from Python).
     `backend`: "tensorflow" or "jax"; by default Keras' backend, else the framework imported
-    (JAX alone: JAX), else TensorFlow if it imports. `python_tracer=False` turns the profiler's
-    Python tracer off (JAX's is on by default and slows Python-heavy loops many times over).
+    (JAX alone: JAX), else TensorFlow if it imports. `python_tracer=True` asks for the profiler's
+    Python tracer (off by default here, though JAX's own default is on: it slows Python-heavy loops
+    many times over; the sampler names Python functions instead).
     Nothing here ever raises into the traced code; a block that raises (Ctrl-C included) keeps
     what it captured, marked as cut short in its sidecar.
     """
