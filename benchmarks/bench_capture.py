@@ -50,7 +50,7 @@ def _data(kind: str):
     return rng.random(shape).astype("float32"), rng.integers(0, 10, n)
 
 
-def child(backend: str, kind: str, rounds: int = 9, captures: int = 3) -> dict:
+def child(backend: str, kind: str, rounds: int = 15, captures: int = 3) -> dict:
     os.environ["KERAS_BACKEND"] = backend
     import keras
 
@@ -101,7 +101,34 @@ def child(backend: str, kind: str, rounds: int = 9, captures: int = 3) -> dict:
             run = analyze(log_dir).to_dict()["runs"][0]
             reports[name].append(run["steps"]["median_ms"] / (untraced * 1e3))
     out["report_ratio"] = reports
+    out["hooks_us"] = _hook_cost(keras, model, tftrace.TraceCallback(tmp, **never))
     return out
+
+
+def _hook_cost(keras, model, cb, n: int = 20_000, rounds: int = 7) -> float:
+    """The callback's own per-batch cost outside windows, in microseconds: a CallbackList's batch
+    hooks called in a tight loop with and without it (on this thread: Keras' worker pool is off
+    here, so its scheduling noise is not in the figure)."""
+    from keras.src.callbacks.callback_list import CallbackList
+
+    def per_batch(callbacks) -> float:
+        calls = CallbackList(callbacks, add_history=True, model=model, epochs=1, steps=n, verbose=0)
+        calls.on_train_begin()
+        calls.on_epoch_begin(0)
+        calls._async_train = False
+        t0 = time.perf_counter()
+        for i in range(n):
+            calls.on_train_batch_begin(i)
+            calls.on_train_batch_end(i, None)
+        seconds = time.perf_counter() - t0
+        calls.on_epoch_end(0, {})
+        calls.on_train_end()
+        return seconds / n * 1e6
+    plain, traced = [], []
+    for _ in range(rounds):
+        plain.append(per_batch([]))
+        traced.append(per_batch([cb]))
+    return statistics.median(traced) - statistics.median(plain)
 
 
 def _run_child(backend: str, kind: str) -> dict:
@@ -116,8 +143,8 @@ def _run_child(backend: str, kind: str) -> dict:
 
 def _table(results: list[dict]) -> str:
     rows = ["| backend | model | params | untraced step ms | steps outside windows: TraceCallback | "
-            "Keras TensorBoard(profile_batch) | report's median step / untraced (each capture) |",
-            "|---|---|---|---|---|---|---|"]
+            "its hooks per batch | Keras TensorBoard(profile_batch) | report's median step / untraced (each capture) |",
+            "|---|---|---|---|---|---|---|---|"]
     for r in results:
         tb = r["outside"].get("Keras TensorBoard")
         ratios = r["report_ratio"]
@@ -126,6 +153,7 @@ def _table(results: list[dict]) -> str:
             text += "; Keras TensorBoard " + ", ".join(f"{x:.2f}x" for x in ratios["Keras TensorBoard"])
         rows.append(f"| {r['backend']} | {r['model']} | {r['params']:,} | {r['untraced_ms']:.3f} | "
                     f"{100 * r['outside']['TraceCallback']:+.2f}% | "
+                    f"{r['hooks_us']:.2f} us ({100 * r['hooks_us'] / 1e3 / r['untraced_ms']:.2f}%) | "
                     f"{'-' if tb is None else f'{100 * tb:+.2f}%'} | {text} |")
     return "\n".join(rows)
 
@@ -146,7 +174,9 @@ def main() -> None:
         "Produced by `python benchmarks/bench_capture.py` on this 2-core shared machine, CPU only ("
         + ", ".join(f"{k} {v}" for k, v in versions.items()) + "). Untraced step: the median over "
         "alternating epochs of a plain `fit` (epoch time per step, timed by a callback with epoch hooks "
-        "only); steps outside windows: the same with the callback whose window never opens; report's "
+        "only); steps outside windows: the same with the callback whose window never opens; its hooks per "
+        "batch: a CallbackList's batch hooks called in a tight loop with and without it (the figure the "
+        "epochs' noise hides); report's "
         "median step: `tftrace analyze` on a fit with a default window (steps 2-6; Keras' TensorBoard: "
         "profile_batch=(3, 7)), over the untraced step of the same process.", "", table, "", _END])
     path = os.path.join(ROOT, "benchmarks", "RESULTS.md")

@@ -116,6 +116,7 @@ class _JaxProfiler:
 
     def stop(self) -> None:
         import jax
+        _drain(jax)
         jax.profiler.stop_trace()
 
     def step(self, name: str, number: int):
@@ -130,6 +131,18 @@ class _JaxProfiler:
     def serve(self, port: int) -> None:
         import jax
         jax.profiler.start_server(int(port))
+
+
+def _drain(jax) -> None:
+    """Wait for the work already dispatched, once, as a window closes: JAX runs jitted calls
+    asynchronously and a loop that never reads a result (Keras 3 with asynchronous callbacks) is
+    steps ahead of its device; without this the trace would end before their device work ran.
+    The time is the profiler's (its stop), never a step's."""
+    try:
+        for array in jax.live_arrays():
+            array.block_until_ready()
+    except Exception:  # a deleted or donated buffer, an old JAX: the trace ends where it ends
+        pass
 
 
 def versions() -> dict:

@@ -9,6 +9,7 @@ import time
 import keras
 
 from tftrace.capture import backend as backends, experiment, guard, marks, session as sessions
+from tftrace.capture.pacing import Pacer
 from tftrace.capture.server import serve
 from tftrace.capture.session import ProfilerSession
 from tftrace.capture.step_functions import STEP_FUNCTIONS
@@ -114,7 +115,9 @@ class TraceCallback(keras.callbacks.Callback):
         # The step marker opens in that list's batch-begin hook and closes in its batch-end hook, so
         # it spans every callback's (`_wrap_steps`); only modes listed here, else in our own hooks.
         self._list_modes: set[str] = set()
+        self._async: frozenset[str] = frozenset()  # modes whose end hooks Keras 3 runs on its worker thread
         self._steps = marks.Patches()
+        self._pacer = Pacer(self._backend)  # inside windows, steps paced by the device (JAX)
         self._marks = marks.Patches()  # the other callbacks' hooks, named while a window is open
         self._modes: list[str] = []  # running now: fit's validation pass runs evaluate inside fit
         # mode -> when its batches began: the untraced steps confirm compares with (`confirm=True`)
@@ -134,11 +137,12 @@ class TraceCallback(keras.callbacks.Callback):
             window.fit_to(self._total_steps(mode))
         self._windows[mode] = window
         self._clocks[mode] = StepClock()
-        self._guards.wrap(self.model, _STEP_FUNCTIONS[mode])
+        self._guards.wrap(self._keras_model, _STEP_FUNCTIONS[mode])
 
     def _begin_call(self) -> None:
         self._reset()  # whatever an earlier call left when it raised where no guard saw it
         if self._callbacks is not None:
+            self._async = frozenset(m for m in _MODES if getattr(self._callbacks, f"_async_{m}", False))
             self._wrap_steps()
             # Guarded over the step wrappers: an exception in our bookkeeping is seen too.
             for attr in dir(type(self._callbacks)):
@@ -168,6 +172,8 @@ class TraceCallback(keras.callbacks.Callback):
         def on_batch_end(batch, *args, **kwargs):
             out = fn(batch, *args, **kwargs)
             if mode in self._list_modes and self._session is not None:
+                if self._marker is not None:
+                    self._pacer.step_ended(args[0] if args else kwargs.get("logs"))
                 self._batch_end(mode, batch)
             return out
         return on_batch_end
@@ -191,6 +197,13 @@ class TraceCallback(keras.callbacks.Callback):
         self._captured.clear()
         self._in_fit = False
 
+    @property
+    def _keras_model(self):
+        """The model as set, without Keras' `model` property: on JAX that copies the trainer's whole
+        state into the variables each time it is read (a sync the capture must not add per batch)."""
+        model = getattr(self, "_model", None)  # tf.keras: a plain `model` attribute only
+        return model if model is not None else self.model
+
     def _total_steps(self, mode: str) -> int | None:
         # Inside fit, params describe the fit: a validation pass's length is unknown here.
         if mode == "test" and self._in_fit:
@@ -200,7 +213,7 @@ class TraceCallback(keras.callbacks.Callback):
 
     def _steps_per_execution(self) -> int:
         try:
-            return max(int(getattr(self.model, "steps_per_execution", 1) or 1), 1)
+            return max(int(getattr(self._keras_model, "steps_per_execution", 1) or 1), 1)
         except (TypeError, ValueError):
             return 1
 
@@ -284,6 +297,7 @@ class TraceCallback(keras.callbacks.Callback):
 
     def _close(self, mode: str, reason: str = "", cut_short: str | None = None) -> None:
         self._sigint.disarm()
+        self._pacer.clear()
         self._marks.restore()
         session, self._session = self._session, None
         if session is None:
@@ -302,13 +316,13 @@ class TraceCallback(keras.callbacks.Callback):
     def _describe(self, mode: str) -> dict:
         try:
             batch = (self.params or {}).get("batch_size")
-            return describe(self.model, mode=_MODES[mode], batch_size=batch,
+            return describe(self._keras_model, mode=_MODES[mode], batch_size=batch,
                             callbacks=list(getattr(self._callbacks, "callbacks", None) or ()))
         except Exception as e:  # metadata is a bonus; never fail the capture for it
             return {"mode": _MODES[mode], "error": f"{type(e).__name__}: {e}"}
 
     def _end_mode(self, mode: str) -> None:
-        self._guards.restore(self.model, _STEP_FUNCTIONS[mode])
+        self._guards.restore(self._keras_model, _STEP_FUNCTIONS[mode])
         w = self._windows.get(mode)
         if w is not None and w.enabled and not w.reached and not w.default and self._wanted(mode):
             _warn(f"the {_MODES[mode]} window (steps {w.first}-{w.last}) lies beyond the steps that ran; "
@@ -364,6 +378,8 @@ class TraceCallback(keras.callbacks.Callback):
 
     # -- Keras hooks ----------------------------------------------------------------------------
     def _own_begin(self, mode: str, batch: int) -> None:
+        if mode in self._list_modes and not self.confirm:
+            return  # the list's begin hook marks the step
         if mode not in self._list_modes:  # no list wrapped: mark the step from here, as a fallback
             if self._marker is not None:  # its end hook ran on Keras' worker thread, or not at all
                 self._unmark(completed=True)
@@ -377,7 +393,7 @@ class TraceCallback(keras.callbacks.Callback):
         does nothing (the step ends in the list's end hook, or at the next begin hook where no list
         is wrapped). Called in turn with the others, it counts the step as completed (the marker
         still spans the hooks after ours); only a loop calling the hooks itself ends its step here."""
-        if getattr(self._callbacks, f"_async_{mode}", False):
+        if mode in self._async:
             return
         if mode in self._list_modes:
             if self._marker is not None:
