@@ -97,10 +97,11 @@ def test_a_plain_fit_keeps_keras_async_dispatch_and_no_finding_blames_the_captur
     on its account, and the report names no sync, hook or profiler work the capture caused."""
     _out, results = captured
     plain = results["plain"]
-    assert plain["async"] == {"train": True, "test": True} and plain["weights_equal"]
+    assert plain["async"] == {"train": True, "test": True}
+    assert plain["weights_equal"]
     fit = plain["runs"][0]
     report = analyze(fit).to_dict()["runs"][0]
-    assert report["steps"]["count"] == len(_sidecar(fit)["steps"]) == 5
+    assert report["steps"]["count"] == len(_sidecar(fit)["steps"]) == 5, (report["steps"], _sidecar(fit)["steps"])
     said = " ".join(json.dumps(b) for b in report["bottlenecks"]).lower()
     for blamed in ("convert_to_numpy", "logs back", "profiler", "tftrace", "traincallback", "tracecallback"):
         assert blamed not in said, (blamed, said)

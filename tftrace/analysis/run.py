@@ -25,6 +25,7 @@ from tftrace.analysis.median_step import step_view
 from tftrace.analysis.steps import STEP_FUNCTIONS, Steps, find_steps
 from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
 from tftrace.analysis.ran_ahead import ran_ahead_note
+from tftrace.analysis.capture_cost import capture_note
 from tftrace.analysis.tracer_cost import tracer_notes
 from tftrace.analysis.verdict import HIGHLY_INPUT, paced, verdict
 from tftrace.analysis.cut_short import window_note
@@ -133,6 +134,7 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
         verdict=measured_verdict(judged.verdict, experiment), bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
         notes=_notes(len(hosts), timed.problems, steps, eager) + _tracer_notes(ctx, judged.verdict.bound)
+        + capture_note(timed.sidecar, timed.python_samples, steps.count)
         + (ran_ahead_note(tl) if ctx.jax else ()),
         host_op_ps=stats.host_self_ps,
         device_op_ps=stats.device_self_ps, per_host=host_rows(views),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+import time
 
 from tftrace.model.errors import TftraceError
 
@@ -95,6 +96,7 @@ class _TensorFlowProfiler:
 
 class _JaxProfiler:
     name = JAX
+    drained_s: float | None = None  # how long the last stop waited for dispatched work
 
     def start(self, log_dir: str, levels: dict, python_tracer: bool | None) -> None:
         import jax
@@ -116,7 +118,9 @@ class _JaxProfiler:
 
     def stop(self) -> None:
         import jax
+        began = time.perf_counter()
         _drain(jax)
+        self.drained_s = time.perf_counter() - began
         jax.profiler.stop_trace()
 
     def step(self, name: str, number: int):

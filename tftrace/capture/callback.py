@@ -250,6 +250,8 @@ class TraceCallback(keras.callbacks.Callback):
         # exit) saves the same sidecar.
         session.sidecar = self._describe(mode)
         session.planned = self._windows[mode].planned(self._steps_per_execution())
+        if self._pacer.on:
+            session.cost["paced"] = True
         session.on_stop.append(self._marks.restore)  # also when the window is abandoned, closed elsewhere
         # The frame running the loop (Keras' fit/evaluate/predict, or the user's own): while it runs,
         # a capture started elsewhere must leave this window alone; once gone, the window is abandoned.
