@@ -107,6 +107,18 @@ def test_a_plain_fit_keeps_keras_async_dispatch_and_no_finding_blames_the_captur
         assert blamed not in said, (blamed, said)
 
 
+def test_a_stock_capture_whose_host_ran_ahead_gets_steps_paced_by_xla_cpu(captured):
+    """jax.profiler around a loop that never waits: the markers time only the dispatch (~0.01 ms);
+    the steps are the module's runs on XLA's threads, as long as the loop's untraced steps."""
+    _out, results = captured
+    ahead = results["ahead"]
+    report = analyze(ahead["runs"][0]).runs[0]
+    assert "paced by XLA:CPU's module runs" in report.steps.source and report.steps.count == 10
+    assert "the host ran ahead of XLA:CPU" in report.steps.note
+    assert 0.6 <= report.steps.median_ps / 1e9 / ahead["untraced_ms"] <= 1.6, (report.steps.median_ps, ahead)
+    assert report.verdict.bound == "compute"
+
+
 def test_the_sidecar_says_backend_versions_layers_and_dtype_policy(captured):
     _out, results = captured
     meta = _sidecar(_runs(results, "fit")[0])

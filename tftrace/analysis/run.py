@@ -26,6 +26,7 @@ from tftrace.analysis.steps import STEP_FUNCTIONS, Steps, find_steps
 from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
 from tftrace.analysis.ran_ahead import ran_ahead_note
 from tftrace.analysis.capture_cost import capture_note
+from tftrace.analysis.cpu_pace import paced_by_module_runs
 from tftrace.analysis.tracer_cost import tracer_notes
 from tftrace.analysis.verdict import HIGHLY_INPUT, paced, verdict
 from tftrace.analysis.cut_short import window_note
@@ -194,6 +195,7 @@ def steps_with_device_work(trace: Trace) -> tuple[Steps, DeviceWork]:
     """Steps, with the device work each launched; host-found steps run on to their last device
     event."""
     steps = find_steps(trace)
+    steps = paced_by_module_runs(trace, steps) or steps  # the host ran ahead of XLA:CPU: its pace
     starts, ends = np.asarray(steps.starts, np.int64), np.asarray(steps.ends, np.int64)
     work = link_device_work(trace, starts, ends, np.asarray(steps.numbers, np.int64),
                             by_group=steps.source.startswith("device step line"))
