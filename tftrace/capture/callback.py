@@ -33,9 +33,10 @@ class TraceCallback(keras.callbacks.Callback):
     driven by `jax.profiler.start_trace`/`stop_trace`), which spans every callback's batch hooks
     that run on the loop's thread, wherever this callback stands in the list. It reads no logs and
     adds no sync: Keras 3 keeps dispatching the callbacks' end hooks on its worker thread (where a
-    backend allows it), and outside its windows it only checks whether one begins. While a window is open, the other callbacks' hooks
-    are marked `tftrace callback <Class>.<hook>`. Other Keras backends (torch, numpy): one
-    warning, and training goes on uncaptured.
+    backend allows it), and outside its windows it only checks whether one begins; inside them on
+    JAX each step ends once the step before it has run (`pacing.Pacer`). While a window is open,
+    the other callbacks' hooks are marked `tftrace callback <Class>.<hook>`. Other Keras backends
+    (torch, numpy): one warning, and training goes on uncaptured.
     A window cut short (Ctrl-C, or an exception anywhere in the call) is saved before the
     exception goes on, marked `cut_short` in its sidecar.
 

@@ -74,15 +74,17 @@ def _python_ps(ctx: Context, step: int) -> float:
 def untraced(found: list[Finding], step: int, tracer_ps: int, host_ps: float) -> tuple[list[Finding], int]:
     """Findings projected on the step less the profiler's Python tracer (`tracer_ps` of each
     traced `step`): the tracer's calls sit in the host's time, so a fix taking away host time
-    (`host_ps` a step, where they can be) takes its share of them with it, and the rest of them are not the
-    program's. Each such finding says how much of the tracer's time its fix takes away."""
+    (`host_ps` a step, where they can be) takes its share of them with it, and the rest of them
+    are not the program's. Each such finding says how much of the tracer's time its fix takes away."""
     out = []
     for f in found:
         removed = max(step - f.step_if_removed_ps, 0)
-        took = min(tracer_ps, removed * tracer_ps / host_ps) if f.part in ("host_overhead", "idle") and host_ps > 0 else 0
+        on_host = f.part in ("host_overhead", "idle") and host_ps > 0
+        took = min(tracer_ps, removed * tracer_ps / host_ps) if on_host else 0
         projected = max(round(f.step_if_removed_ps - (tracer_ps - took)), 0)
-        facts = f.facts + (ms_fact("of it the Python tracer's own cost, which the fix also removes", took),) if took else f.facts
-        evidence = f.evidence and (f.evidence + ("; " + evidence_text(facts[-1:]) if took else ""))
+        said = ms_fact("of it the Python tracer's own cost, which the fix also removes", took)
+        facts = f.facts + (said,) if took else f.facts
+        evidence = f.evidence and (f.evidence + ("; " + evidence_text((said,)) if took else ""))
         out.append(dataclasses.replace(f, step_if_removed_ps=projected, facts=facts, evidence=evidence))
     return out, step - tracer_ps
 
