@@ -34,6 +34,7 @@ import glob
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -201,10 +202,22 @@ def main() -> None:
         result = bench(trace_path(name), tools, args.repeats)
         rows.append((name, *sizes[name], result))
         _print_row(rows[-1])
-    report = results_markdown(whole, sizes, samples, imports, rows, versions(), args)
+    report = results_markdown(whole, sizes, samples, imports, rows, versions(), args) + _kept_blocks(args.output)
     with open(args.output, "w") as f:
         f.write(report)
     print(f"\nwrote {args.output}")
+
+
+def _kept_blocks(path: str) -> str:
+    """Sections other benchmarks keep in the same file (`<!-- bench_x begin -->` to `end -->`,
+    e.g. bench_capture.py's): carried over as they were."""
+    try:
+        text = open(path).read()
+    except OSError:
+        return ""
+    blocks = re.findall(r"<!-- (bench_\w+) begin -->.*?<!-- \1 end -->", text, re.S)
+    found = [re.search(f"<!-- {b} begin -->.*?<!-- {b} end -->", text, re.S).group(0) for b in blocks]
+    return "".join("\n" + b + "\n" for b in found)
 
 
 def _whole_line(name: str, size: tuple[int, int], r: dict) -> str:

@@ -4,11 +4,13 @@ with TensorFlow made unimportable (a finder first on sys.meta_path refuses it).
     python tests/jax_capture_run.py OUT_DIR [PART ...]
 
 Writes OUT_DIR/<part>/logs (the runs) and OUT_DIR/results.json (what each part saw: weights equal,
-warnings, experiments, errors). Parts: fit, predict, data, loop, tracer_off, cut, cycles, all by default.
+warnings, experiments, errors). Parts: fit, plain, predict, data, loop, tracer_off, ahead, cut, cycles, all by default.
 """
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import json
 import os
 import signal
@@ -84,6 +86,17 @@ def part_fit(out: str) -> dict:
             "experiments": [e.to_dict() for e in cb.experiments]}
 
 
+def part_plain(out: str) -> dict:
+    """A plain fit, TraceCallback its only callback: Keras keeps dispatching the end hooks on its
+    worker thread, and the weights are those of the same fit without it."""
+    plain = _fit([])
+    cb = tftrace.TraceCallback(os.path.join(out, "logs"))
+    traced = _fit([cb])
+    same = all(np.array_equal(a, b) for a, b in zip(_state(plain), _state(traced)))
+    dispatch = {mode: getattr(cb._callbacks, f"_async_{mode}") for mode in ("train", "test")}
+    return {"runs": cb.runs, "weights_equal": same, "async": dispatch}
+
+
 def part_predict(out: str) -> dict:
     model = _model()
     x, _y = _data()
@@ -140,13 +153,45 @@ def _jit_loop(steps: int, log_dir: str, **kwargs):
 
 
 def part_loop(out: str) -> dict:
-    t = _jit_loop(6, os.path.join(out, "logs"), python=True)
+    t = _jit_loop(6, os.path.join(out, "logs"), python=True, python_tracer=True)
     return {"runs": [t.run_dir]}
 
 
 def part_tracer_off(out: str) -> dict:
-    t = _jit_loop(3, os.path.join(out, "logs"), python_tracer=False)
+    t = _jit_loop(3, os.path.join(out, "logs"))  # the default: JAX's Python tracer off
     return {"runs": [t.run_dir]}
+
+
+def part_ahead(out: str) -> dict:
+    """A stock capture (jax.profiler, no tftrace) of a loop that never waits for a result: the host
+    marks steps as long as their dispatch while XLA:CPU runs the module behind. Timed untraced too."""
+    import statistics
+
+    @jax.jit
+    def step(w, x):
+        for _ in range(4):
+            x = jnp.tanh(x @ w)
+        return w - 1e-3 * x.T @ x / x.shape[0], x.sum()
+
+    state = {"w": jnp.ones((384, 384)) * 0.01}
+    x = jnp.ones((256, 384))
+
+    def loop(n, mark=False):
+        t0 = time.perf_counter()
+        for i in range(n):
+            with (jax.profiler.StepTraceAnnotation("train", step_num=i) if mark else contextlib.nullcontext()):
+                state["w"], loss = step(state["w"], x)
+        loss.block_until_ready()
+        return (time.perf_counter() - t0) / n * 1e3
+
+    loop(3)  # compiled
+    untraced = statistics.median(loop(10) for _ in range(5))
+    log_dir = os.path.join(out, "logs")
+    jax.profiler.start_trace(log_dir)
+    loop(10, mark=True)
+    jax.profiler.stop_trace()
+    runs = sorted(glob.glob(os.path.join(log_dir, "plugins", "profile", "*")))
+    return {"runs": runs, "untraced_ms": untraced}
 
 
 def part_cut(out: str) -> dict:
@@ -215,8 +260,8 @@ def part_cycles(out: str, cycles: int = 20) -> dict:
     return {"runs": runs, "seconds": time.perf_counter() - began, "python": sys.version.split()[0]}
 
 
-PARTS = {"fit": part_fit, "predict": part_predict, "data": part_data, "loop": part_loop,
-         "tracer_off": part_tracer_off, "cut": part_cut, "cycles": part_cycles}
+PARTS = {"fit": part_fit, "plain": part_plain, "predict": part_predict, "data": part_data, "loop": part_loop,
+         "tracer_off": part_tracer_off, "ahead": part_ahead, "cut": part_cut, "cycles": part_cycles}
 
 
 def main(out: str, parts: list[str]) -> None:

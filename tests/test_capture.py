@@ -263,6 +263,22 @@ def test_unmarked_predict_loops_fall_back_to_step_functions_or_the_window(tmp_pa
     assert run.breakdown.compute > 0 and run.verdict.bound in ("compute", "host_overhead")
 
 
+def test_no_finding_blames_the_capture_and_one_note_says_what_it_cost(captured):
+    """A plain fit, evaluate and predict with no per-batch callback of the user's: no finding names
+    TraceCallback's hooks, the profiler or a sync of the capture's; its own time is one note."""
+    log_dir, _cb = captured
+    for run in runs_in(log_dir):
+        report = analyze(run).to_dict()["runs"][0]
+        # What each finding says the cause is (its fix may well say "capture with TraceCallback").
+        said = " ".join(b["title"] + " " + b["evidence"] for b in report["bottlenecks"]).lower()
+        for blamed in ("tracecallback", "tftrace callback", "profiler", "logs back"):
+            assert blamed not in said, (run, blamed, said)
+        (note,) = [n for n in report["notes"] if n.startswith("the capture's own time")]
+        assert "stopping it" in note and "owned by the profiler" in note
+        meta = json.load(open(os.path.join(run, "tftrace_run.json")))
+        assert meta["capture_cost"]["stop_ms"] > 0 and "paced" not in meta["capture_cost"]  # TF: no pacing
+
+
 def test_tf_keras_fit_and_predict_where_installed(tmp_path):
     tfk = pytest.importorskip("tf_keras")  # not in the test extra: it pulls `tensorflow` over tensorflow-cpu
     model = tfk.Sequential([tfk.Input((8, 8, 3)), tfk.layers.Conv2D(4, 3, name="conv"), tfk.layers.Flatten(),
@@ -274,6 +290,7 @@ def test_tf_keras_fit_and_predict_where_installed(tmp_path):
     model.predict(x, batch_size=8, verbose=0, callbacks=[cb])
     reports = {os.path.basename(r): analyze(r).runs[0] for r in cb.runs}
     assert len(reports) == 2
+    assert cb._supports_tf_logs  # tf.keras keeps the batch logs as tensors for it: no sync per batch
     for name, run in reports.items():
         assert run.steps.count == 5 and run.steps.source in ("marker 'train'", "marker 'predict'")
         assert {r.layer for r in run.layers} <= {"conv", "out"}

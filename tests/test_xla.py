@@ -59,11 +59,8 @@ def test_gpu_planted_cause_is_a_top_three_finding_with_a_near_projection(name):
         return
     ratio = truth["truth_fixed_ms"] / truth["truth_slow_ms"]
     projected = b.step_if_removed_ps / b.step_ps
-    if name == "keras_small_steps":
-        # JAX's Python tracer makes this step 2.4x slower than untimed (1.83 against 0.76 ms), so
-        # the ratio is off; the projected step itself is checked against the timed fixed step.
-        assert 0.5 <= (b.step_if_removed_ps / 1e9) / truth["truth_fixed_ms"] <= 2.0, b.step_if_removed_ps
-        return
+    # Where JAX's Python tracer ran (keras_small_steps: 2.4x the untraced step), the projection is
+    # of the step less the tracer's estimated cost.
     assert _close(projected, ratio), (projected, ratio, b.title)
 
 
@@ -107,6 +104,12 @@ def test_zoo_bound_steps_and_cause(name):
     b = named[0]
     words = " ".join((b.title, b.evidence, b.recommendation))
     assert all(w in words for w in truth["names"]), (truth["names"], words)
+    if any("Python tracer" in n for n in run.notes) and truth.get("fixed_ms_per_step"):
+        # Projected on the step less the tracer's estimated cost, whose estimate these CPU twins
+        # cannot check (keras_small_steps' untraced twin timed 0.24 ms a step, its traced step
+        # 0.15 ms): the projected step itself against the timed fixed step.
+        assert 0.5 <= (b.step_if_removed_ps / 1e9) / truth["fixed_ms_per_step"] <= 2.0, b.step_if_removed_ps
+        return
     projected = b.step_if_removed_ps / b.step_ps
     assert _close(projected, truth["ratio"]), (projected, truth["ratio"], b.title)
 

@@ -276,9 +276,9 @@ def code_owner(file: str) -> str:
 
 
 def _profiler_own(row: PythonRow) -> bool:
-    """The profiler starting or stopping itself (JAX's `stop_trace` writes the trace): not the
-    program's time."""
-    return row.file.endswith("profiler.py") and row.function in ("start_trace", "stop_trace")
+    """The profiler starting or stopping itself (JAX's `stop_trace` writes the trace), or
+    tftrace's capture at work (its hooks, its wait that paces JAX's steps): not the program's time."""
+    return row.owner == "tftrace" or row.file.endswith("profiler.py") and row.function in ("start_trace", "stop_trace")
 
 
 def hottest(profile: PythonProfile, places: tuple[str, ...]) -> tuple[PythonRow, float] | None:

@@ -25,6 +25,8 @@ from tftrace.analysis.median_step import step_view
 from tftrace.analysis.steps import STEP_FUNCTIONS, Steps, find_steps
 from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
 from tftrace.analysis.ran_ahead import ran_ahead_note
+from tftrace.analysis.capture_cost import capture_note
+from tftrace.analysis.cpu_pace import paced_by_module_runs
 from tftrace.analysis.tracer_cost import tracer_notes
 from tftrace.analysis.verdict import HIGHLY_INPUT, paced, verdict
 from tftrace.analysis.cut_short import window_note
@@ -134,6 +136,7 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
         verdict=measured_verdict(judged.verdict, experiment), bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
         notes=_notes(len(hosts), timed.problems, steps, eager) + _tracer_notes(ctx, judged.verdict.bound)
+        + capture_note(timed.sidecar, timed.python_samples, steps.count)
         + (ran_ahead_note(tl) if ctx.jax else ()),
         host_op_ps=stats.host_self_ps,
         device_op_ps=stats.device_self_ps, per_host=host_rows(views),
@@ -194,6 +197,7 @@ def steps_with_device_work(trace: Trace) -> tuple[Steps, DeviceWork]:
     """Steps, with the device work each launched; host-found steps run on to their last device
     event."""
     steps = find_steps(trace)
+    steps = paced_by_module_runs(trace, steps) or steps  # the host ran ahead of XLA:CPU: its pace
     starts, ends = np.asarray(steps.starts, np.int64), np.asarray(steps.ends, np.int64)
     work = link_device_work(trace, starts, ends, np.asarray(steps.numbers, np.int64),
                             by_group=steps.source.startswith("device step line"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+import time
 
 from tftrace.model.errors import TftraceError
 
@@ -104,17 +105,18 @@ class _TensorFlowProfiler:
 
 class _JaxProfiler:
     name = JAX
+    drained_s: float | None = None  # how long the last stop waited for dispatched work
 
     def start(self, log_dir: str, levels: dict, python_tracer: bool | None) -> None:
         import jax
         options = None
-        # JAX's Python tracer records every Python call (on by default): off only when asked, and only
-        # where start_trace takes options (jax >= 0.4.3x); an older JAX is told by a warning.
+        # JAX's Python tracer records every Python call (on by JAX's default) and makes a Python-heavy
+        # step several times longer: off unless asked for (the sampler measures Python instead), where
+        # start_trace takes options (jax >= 0.4.3x); an older JAX asked to turn it off gets a warning.
         if "profiler_options" in inspect.signature(jax.profiler.start_trace).parameters:
             options = jax.profiler.ProfileOptions()
             options.host_tracer_level = int(levels.get("host_tracer_level", options.host_tracer_level))
-            if python_tracer is not None:
-                options.python_tracer_level = int(python_tracer)
+            options.python_tracer_level = int(bool(python_tracer))
         elif python_tracer is False:
             from tftrace.capture.warn import warn
             warn(f"jax {jax.__version__} takes no profiler options: its Python tracer stays on")
@@ -125,6 +127,9 @@ class _JaxProfiler:
 
     def stop(self) -> None:
         import jax
+        began = time.perf_counter()
+        _drain(jax)
+        self.drained_s = time.perf_counter() - began
         jax.profiler.stop_trace()
 
     def step(self, name: str, number: int):
@@ -139,6 +144,18 @@ class _JaxProfiler:
     def serve(self, port: int) -> None:
         import jax
         jax.profiler.start_server(int(port))
+
+
+def _drain(jax) -> None:
+    """Wait for the work already dispatched, once, as a window closes: JAX runs jitted calls
+    asynchronously and a loop that never reads a result (Keras 3 with asynchronous callbacks) is
+    steps ahead of its device; without this the trace would end before their device work ran.
+    The time is the profiler's (its stop), never a step's."""
+    try:
+        for array in jax.live_arrays():
+            array.block_until_ready()
+    except Exception:  # a deleted or donated buffer, an old JAX: the trace ends where it ends
+        pass
 
 
 def versions() -> dict:

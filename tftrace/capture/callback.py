@@ -9,6 +9,7 @@ import time
 import keras
 
 from tftrace.capture import backend as backends, experiment, guard, marks, session as sessions
+from tftrace.capture.pacing import Pacer
 from tftrace.capture.server import serve
 from tftrace.capture.session import ProfilerSession
 from tftrace.capture.step_functions import STEP_FUNCTIONS
@@ -31,9 +32,13 @@ class TraceCallback(keras.callbacks.Callback):
     (on Keras' JAX backend: `jax.profiler.StepTraceAnnotation(..., step_num=n)`, the windows
     driven by `jax.profiler.start_trace`/`stop_trace`; on torch: `record_function("ProfilerStep#n")`
     in a `torch.profiler.profile` window, and each layer's call in `record_function(layer.name)`),
-    which spans every callback's batch hooks, wherever this callback stands in the list. While a
-    window is open, the other callbacks' hooks are marked `tftrace callback <Class>.<hook>`. Other
-    Keras backends (numpy): one warning, and training goes on uncaptured.
+    which spans every callback's batch hooks that run on the loop's thread, wherever this callback
+    stands in the list. It reads no logs and adds no sync: Keras 3 keeps dispatching the callbacks'
+    end hooks on its worker thread (where a backend allows it), and outside its windows it only
+    checks whether one begins; inside them on JAX each step ends once the step before it has run
+    (`pacing.Pacer`). While a window is open, the other callbacks' hooks are marked
+    `tftrace callback <Class>.<hook>`. Other Keras backends (numpy): one warning, and training goes
+    on uncaptured.
     A window cut short (Ctrl-C, or an exception anywhere in the call) is saved before the
     exception goes on, marked `cut_short` in its sidecar.
 
@@ -50,9 +55,10 @@ class TraceCallback(keras.callbacks.Callback):
             (TensorFlow 2.21 ignores levels passed from Python: it logs "host_tracer_level
             expects an i value" and profiles at its defaults; they are passed on regardless.
             JAX takes host_tracer_level; its Python tracer is set by `python_tracer`.)
-        python_tracer: the profiler's own Python tracer: None for the profiler's default (JAX's
-            is on: every Python call is an event), False to turn it off (it slows Python-heavy
-            steps many times over; the step markers and XLA's events stay), True to ask for it.
+        python_tracer: the profiler's own Python tracer, True to ask for it (every Python call an
+            event; it slows Python-heavy steps many times over); None (the default) or False: off on
+            JAX (JAX's own default is on), the profiler's default on TensorFlow (off). The
+            sampler (`python`) names the Python functions instead, for under 1% of the time.
         python: sample every thread's Python stacks while a window is open ("auto", the
             default: every 5 ms while that costs under 1% of the time, less often otherwise;
             True: every 5 ms; a number: that interval in seconds; False: off), so the report
@@ -112,7 +118,9 @@ class TraceCallback(keras.callbacks.Callback):
         # The step marker opens in that list's batch-begin hook and closes in its batch-end hook, so
         # it spans every callback's (`_wrap_steps`); only modes listed here, else in our own hooks.
         self._list_modes: set[str] = set()
+        self._async: frozenset[str] = frozenset()  # modes whose end hooks Keras 3 runs on its worker thread
         self._steps = marks.Patches()
+        self._pacer = Pacer(self._backend)  # inside windows, steps paced by the device (JAX)
         self._marks = marks.Patches()  # the other callbacks' hooks, named while a window is open
         self._modes: list[str] = []  # running now: fit's validation pass runs evaluate inside fit
         # mode -> when its batches began: the untraced steps confirm compares with (`confirm=True`)
@@ -132,11 +140,12 @@ class TraceCallback(keras.callbacks.Callback):
             window.fit_to(self._total_steps(mode))
         self._windows[mode] = window
         self._clocks[mode] = StepClock()
-        self._guards.wrap(self.model, _STEP_FUNCTIONS[mode])
+        self._guards.wrap(self._keras_model, _STEP_FUNCTIONS[mode])
 
     def _begin_call(self) -> None:
         self._reset()  # whatever an earlier call left when it raised where no guard saw it
         if self._callbacks is not None:
+            self._async = frozenset(m for m in _MODES if getattr(self._callbacks, f"_async_{m}", False))
             self._wrap_steps()
             # Guarded over the step wrappers: an exception in our bookkeeping is seen too.
             for attr in dir(type(self._callbacks)):
@@ -146,10 +155,10 @@ class TraceCallback(keras.callbacks.Callback):
     def _wrap_steps(self) -> None:
         """Mark each step around all the callbacks' batch hooks, as tf.keras' `train` TraceMe does:
         from our own hooks, a callback listed before us would begin its batch outside the step, one
-        after us end it outside, and that time would read as idle instead of host overhead."""
+        after us end it outside, and that time would read as idle instead of host overhead. The
+        list's end hook is where the step ends, on the thread running the loop, also where Keras 3
+        hands the callbacks' end hooks to its worker thread (then they run beside the next step)."""
         for mode in _MODES:
-            if getattr(self._callbacks, f"_async_{mode}", False):
-                continue  # Keras 3 runs the end hooks on a thread: the marker would close before them
             calls, hook = self._callbacks, f"on_{mode}_batch_"
             if self._steps.put(calls, hook + "begin", functools.partial(self._step_begin, mode=mode)) \
                     and self._steps.put(calls, hook + "end", functools.partial(self._step_end, mode=mode)):
@@ -165,8 +174,10 @@ class TraceCallback(keras.callbacks.Callback):
     def _step_end(self, fn, mode: str):
         def on_batch_end(batch, *args, **kwargs):
             out = fn(batch, *args, **kwargs)
-            if mode in self._list_modes:
-                self._batch_end(mode, batch, completed=False)  # counted in our own hook (`_complete`)
+            if mode in self._list_modes and self._session is not None:
+                if self._marker is not None:
+                    self._pacer.step_ended(args[0] if args else kwargs.get("logs"))
+                self._batch_end(mode, batch)
             return out
         return on_batch_end
 
@@ -189,6 +200,13 @@ class TraceCallback(keras.callbacks.Callback):
         self._captured.clear()
         self._in_fit = False
 
+    @property
+    def _keras_model(self):
+        """The model as set, without Keras' `model` property: on JAX that copies the trainer's whole
+        state into the variables each time it is read (a sync the capture must not add per batch)."""
+        model = getattr(self, "_model", None)  # tf.keras: a plain `model` attribute only
+        return model if model is not None else self.model
+
     def _total_steps(self, mode: str) -> int | None:
         # Inside fit, params describe the fit: a validation pass's length is unknown here.
         if mode == "test" and self._in_fit:
@@ -198,7 +216,7 @@ class TraceCallback(keras.callbacks.Callback):
 
     def _steps_per_execution(self) -> int:
         try:
-            return max(int(getattr(self.model, "steps_per_execution", 1) or 1), 1)
+            return max(int(getattr(self._keras_model, "steps_per_execution", 1) or 1), 1)
         except (TypeError, ValueError):
             return 1
 
@@ -235,6 +253,8 @@ class TraceCallback(keras.callbacks.Callback):
         # exit) saves the same sidecar.
         session.sidecar = self._describe(mode)
         session.planned = self._windows[mode].planned(self._steps_per_execution())
+        if self._pacer.on:
+            session.cost["paced"] = True
         session.on_stop.append(self._marks.restore)  # also when the window is abandoned, closed elsewhere
         # The frame running the loop (Keras' fit/evaluate/predict, or the user's own): while it runs,
         # a capture started elsewhere must leave this window alone; once gone, the window is abandoned.
@@ -246,7 +266,7 @@ class TraceCallback(keras.callbacks.Callback):
             self._mark_callbacks()
             if session.profiler.name == backends.TORCH:  # no layer names in torch's trace otherwise
                 from tftrace.capture.torch_profiler import mark_layers
-                mark_layers(self._marks, self.model, session.sidecar)
+                mark_layers(self._marks, self._keras_model, session.sidecar)
         else:
             self._disabled = True  # warned once; do not retry every step
 
@@ -279,11 +299,13 @@ class TraceCallback(keras.callbacks.Callback):
     def _complete(self) -> None:
         """The marked step counts as completed once our own end hook runs (with the marker spanning
         all callbacks, it still closes later): a cut-short window counts its steps as before."""
-        if self._session is not None and self._session.steps:
-            self._session.completed.append(self._session.steps[-1])
+        session = self._session
+        if session is not None and session.steps and session.completed[-1:] != session.steps[-1:]:
+            session.completed.append(session.steps[-1])
 
     def _close(self, mode: str, reason: str = "", cut_short: str | None = None) -> None:
         self._sigint.disarm()
+        self._pacer.clear()
         self._marks.restore()
         session, self._session = self._session, None
         if session is None:
@@ -302,13 +324,13 @@ class TraceCallback(keras.callbacks.Callback):
     def _describe(self, mode: str) -> dict:
         try:
             batch = (self.params or {}).get("batch_size")
-            return describe(self.model, mode=_MODES[mode], batch_size=batch,
+            return describe(self._keras_model, mode=_MODES[mode], batch_size=batch,
                             callbacks=list(getattr(self._callbacks, "callbacks", None) or ()))
         except Exception as e:  # metadata is a bonus; never fail the capture for it
             return {"mode": _MODES[mode], "error": f"{type(e).__name__}: {e}"}
 
     def _end_mode(self, mode: str) -> None:
-        self._guards.restore(self.model, _STEP_FUNCTIONS[mode])
+        self._guards.restore(self._keras_model, _STEP_FUNCTIONS[mode])
         w = self._windows.get(mode)
         if w is not None and w.enabled and not w.reached and not w.default and self._wanted(mode):
             _warn(f"the {_MODES[mode]} window (steps {w.first}-{w.last}) lies beyond the steps that ran; "
@@ -346,8 +368,12 @@ class TraceCallback(keras.callbacks.Callback):
             mode = self._session_mode
             self._close(mode, f"{_MODES[mode]} raised {by}", cut_short=by)
 
-    # -- tf.keras (tf_keras) asks callbacks which hooks they implement; Keras 3 does not ----------
-    _supports_tf_logs = False
+    # -- what the callback list may skip for us: we never read a batch's logs ---------------------
+    # Keras 3: our end hooks do not stop its asynchronous dispatch of the callbacks' end hooks (a
+    # callback overriding one turns it off for the whole call: the host then waits for each step's
+    # logs). tf.keras: the logs stay tensors for us (else it converts them every batch, a sync).
+    async_safe = True
+    _supports_tf_logs = True
 
     def _implements_train_batch_hooks(self) -> bool:
         return True
@@ -360,18 +386,28 @@ class TraceCallback(keras.callbacks.Callback):
 
     # -- Keras hooks ----------------------------------------------------------------------------
     def _own_begin(self, mode: str, batch: int) -> None:
+        if mode in self._list_modes and not self.confirm:
+            return  # the list's begin hook marks the step
         if mode not in self._list_modes:  # no list wrapped: mark the step from here, as a fallback
+            if self._marker is not None:  # its end hook ran on Keras' worker thread, or not at all
+                self._unmark(completed=True)
             self._batch_begin(mode, batch)
         clock = self._clocks.get(mode)
         if self.confirm and clock is not None:
             clock.tick(batch, traced=self._session is not None)
 
     def _own_end(self, mode: str, batch: int) -> None:
+        """Our end hook, declared `async_safe`: Keras 3 may call it on its worker thread, so there it
+        does nothing (the step ends in the list's end hook, or at the next begin hook where no list
+        is wrapped). Called in turn with the others, it counts the step as completed (the marker
+        still spans the hooks after ours); only a loop calling the hooks itself ends its step here."""
+        if mode in self._async:
+            return
         if mode in self._list_modes:
             if self._marker is not None:
                 self._complete()
-        else:
-            self._batch_end(mode, batch)
+            return
+        self._batch_end(mode, batch)
 
     def set_model(self, model):
         super().set_model(model)

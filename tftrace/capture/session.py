@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import tempfile
+import time
 
 from tftrace.capture import backend as backends
 from tftrace.capture.sidecar import write_sidecar
@@ -84,8 +85,8 @@ class ProfilerSession:
         self.levels = dict(host_tracer_level=host_tracer_level,
                            python_tracer_level=max(python_tracer_level, int(python is True or _number(python))),
                            device_tracer_level=device_tracer_level)
-        # The profiler's own Python tracer: None leaves each profiler's default (JAX's: on; TF's:
-        # python_tracer_level), False turns it off (it slows Python-heavy loops many times over).
+        # The profiler's own Python tracer: True asks for it; None or False: off on JAX (JAX's own
+        # default is on, and it slows Python-heavy loops many times over), TF's python_tracer_level.
         self.python_tracer = python_tracer
         self.backend = backends.choose(backend) if backend is not None else None  # a bad name raises now
         self.profiler = None
@@ -97,6 +98,9 @@ class ProfilerSession:
         self.completed: list[int] = []
         self.planned: int | None = None
         self.sidecar: dict = {}
+        # The capture's own time outside the steps (ms): starting the profiler, and stopping it
+        # (on JAX first waiting for the work already dispatched: `drain_ms`), saved in the sidecar.
+        self.cost: dict = {}
         # Run first thing when the window stops, whoever stops it: a window abandoned where no guard
         # saw the exception is stopped by the next capture or at exit, and its opener undoes its part.
         self.on_stop: list = []
@@ -120,12 +124,14 @@ class ProfilerSession:
         if self.profiler.name == backends.TENSORFLOW:
             _warn_multi_worker_once()
         self._before = set(os.listdir(_profile_root(self.log_dir)))
+        began = time.perf_counter()
         try:
             self.profiler.start(self.log_dir, self.levels, self.python_tracer)
         except Exception as e:  # AlreadyExistsError (TF), RuntimeError (JAX) when another session runs
             _warn(f"could not start the profiler ({type(e).__name__}: {str(e).strip() or 'another profiler is running'}); "
                   f"the {self.label} window is skipped")
             return False
+        self.cost["start_ms"] = round((time.perf_counter() - began) * 1e3, 3)
         self.active, _open, _open_alive = True, self, alive
         _close_at_exit_once()
         self._start_sampler()
@@ -166,6 +172,7 @@ class ProfilerSession:
                 fn()
             except Exception:
                 pass
+        began = time.perf_counter()
         try:
             self.profiler.stop()
         except Exception as e:
@@ -173,6 +180,10 @@ class ProfilerSession:
             self._save_samples()
             _warn(f"could not save the {self.label} profile ({type(e).__name__}: {e})")
             return None
+        self.cost["stop_ms"] = round((time.perf_counter() - began) * 1e3, 3)
+        drained = getattr(self.profiler, "drained_s", None)
+        if drained is not None:
+            self.cost["drain_ms"] = round(drained * 1e3, 3)
         self._release()  # only now: an interrupt inside stop() leaves it for the next capture to close
         self.run_dir = self._name_run()
         self._save_samples()
@@ -180,7 +191,7 @@ class ProfilerSession:
             _warn(f"the profiler wrote no trace for the {self.label} window into {self.log_dir}")
             return None
         meta = {**backends.versions(), "profiler": self.profiler.name, **self.sidecar, **(sidecar or {}),
-                "label": self.label, "steps": self.steps, "regions": sorted(REGIONS)}
+                "label": self.label, "steps": self.steps, "regions": sorted(REGIONS), "capture_cost": self.cost}
         if cut_short:
             meta["cut_short"] = self._cut(cut_short)
         try:
@@ -310,8 +321,9 @@ class trace(contextlib.ContextDecorator):
     sets the interval in seconds; False: no sampling), so the report names the Python functions
     behind input, loading and per-call time. Levels are the profiler's own (TensorFlow 2.21 ignores them from Python).
     `backend`: "tensorflow" or "jax"; by default Keras' backend, else the framework imported
-    (JAX alone: JAX), else TensorFlow if it imports. `python_tracer=False` turns the profiler's
-    Python tracer off (JAX's is on by default and slows Python-heavy loops many times over).
+    (JAX alone: JAX), else TensorFlow if it imports. `python_tracer=True` asks for the profiler's
+    Python tracer (off by default here, though JAX's own default is on: it slows Python-heavy loops
+    many times over; the sampler names Python functions instead).
     Nothing here ever raises into the traced code; a block that raises (Ctrl-C included) keeps
     what it captured, marked as cut short in its sidecar.
     """

@@ -12,19 +12,25 @@ from __future__ import annotations
 import numpy as np
 
 from tftrace.model.names import Op
-from tftrace.read.hlo import hlo_type
+from tftrace.read.hlo import hlo_type, is_hlo_name
 from tftrace.read.stat_table import int_values, last_of_each, stat_table, text_values
 from tftrace.read.stats import parsed_stats, stat_int, stat_value
 
 
-def module_names(builder, line, name: np.ndarray, stat_names: dict, modules: dict) -> np.ndarray:
+def module_names(builder, line, name: np.ndarray, stat_names: dict, modules: dict,
+                 caller: bool = False) -> np.ndarray:
     """`name` (the line's event codes) with each thunk event's code replaced by its module's op:
     `hlo:<module>/<instruction>`, an Op of kind "xla" whose `source` is the instruction's scope
-    path ("" when the module's HLO is not in the trace)."""
+    path ("" when the module's HLO is not in the trace). `caller`: a line that is not one of
+    XLA's threads (the Python thread that called the module runs some of its thunks itself):
+    only events named like an instruction that carry their module's id are thunks there."""
     is_thunk = np.zeros(int(name.max(initial=0)) + 1, bool)
     for code in np.unique(name).tolist():
-        op = builder.op_of(code)
-        is_thunk[code] = op is not None and op.kind == "xla" and "/" not in op.name
+        if caller:
+            is_thunk[code] = builder.op_of(code) is None and is_hlo_name(builder.name_of(code))
+        else:
+            op = builder.op_of(code)
+            is_thunk[code] = op is not None and op.kind == "xla" and "/" not in op.name
     rows = np.flatnonzero(is_thunk[name])
     if not len(rows):
         return name
@@ -34,6 +40,10 @@ def module_names(builder, line, name: np.ndarray, stat_names: dict, modules: dic
         p, m = _event_modules(line, rows[with_stats], stat_names)
         for j, pp, mm in zip(with_stats.tolist(), p, m):
             program[j], module[j] = pp, mm
+    if caller:  # only the events that name their module are thunks here
+        keep = [j for j, (p, m) in enumerate(zip(program, module)) if p >= 0 or m]
+        rows = rows[keep]
+        program, module = [program[j] for j in keep], [module[j] for j in keep]
     if not any(p >= 0 or m for p, m in zip(program, module)):
         return name  # a trace that names no module: the thunks keep their own names
     names = [m.name for m in modules.values()]
@@ -44,7 +54,8 @@ def module_names(builder, line, name: np.ndarray, stat_names: dict, modules: dic
         key = (int(name[i]), p, m)
         code = made.get(key)
         if code is None:
-            code = made[key] = _intern(builder, builder.op_of(int(name[i])).name, modules.get(p, unique.get(m)), m)
+            instruction = builder.name_of(int(name[i])) if caller else builder.op_of(int(name[i])).name
+            code = made[key] = _intern(builder, instruction, modules.get(p, unique.get(m)), m)
         out[i] = code
     return out
 

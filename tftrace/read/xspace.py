@@ -117,6 +117,9 @@ def _read_plane(wf: WireFile, parts: list[Field], name: str, host: str, builder:
     if not lines:
         return
     names = _PlaneNames(builder, head)
+    # XLA:CPU runs some of a module's thunks on the thread that called it (Python's): on a plane
+    # whose events include the executor, those lines are read for thunks too.
+    runs_thunks = any(md.name == _THUNK_EXECUTOR for md in head.event_metadata.values())
     for p in lines:
         line = decode_line(wire.value(wf, p), clock.get("base_ns"))
         check_times(line, TIME_LIMIT_PS)
@@ -125,12 +128,14 @@ def _read_plane(wf: WireFile, parts: list[Field], name: str, host: str, builder:
         info = LineInfo(host, head.name, line.name or line.display_name, role)
         thunks = info.name.startswith(XLA_CPU_THREADS) and not info.on_device
         codes = names.op_codes if role == "device_ops" else names.thunk_codes() if thunks else names.codes
-        _add_line(builder, info, line, names, codes, modules, thunks)
+        caller = runs_thunks and not thunks and not info.on_device
+        _add_line(builder, info, line, names, codes, modules, thunks, caller)
         del line  # one line in memory at a time
         progress(p.end)
 
 
 _TASK_ENVIRONMENT = "Task Environment"
+_THUNK_EXECUTOR = "ThunkExecutor::Execute"
 
 
 def _read_clock(plane, host: str, builder: TraceBuilder) -> None:
@@ -190,15 +195,15 @@ class _PlaneNames:
 
 
 def _add_line(builder, info, line, names: "_PlaneNames", codes, modules: dict | None = None,
-              thunks: bool = False) -> None:
+              thunks: bool = False, caller: bool = False) -> None:
     n = len(line)
     if n == 0:
         builder.add_line(info, *(np.zeros(0, np.int64),) * 3)
         return
     slot = _slots(names.keys, line.metadata_id)
     name = codes[slot]
-    if thunks:  # XLA:CPU's threads: each thunk named by the module that ran it
-        name = module_names(builder, line, name, names.stat_names, modules or {})
+    if thunks or caller:  # XLA:CPU's thunks: each named by the module that ran it
+        name = module_names(builder, line, name, names.stat_names, modules or {}, caller=caller)
     stats = None
     if info.role == "device_ops":
         name, stats = device_names(builder, line, name, names.stat_names, modules)

@@ -70,8 +70,13 @@ def maps_batches(names) -> bool:
 def work_by_kind(pipeline: InputPipeline) -> list[tuple[str, int, list[str]]]:
     """(kind, self ps, its stages) for the pipeline's working stages, largest first."""
     kinds: dict[str, tuple[int, list[str]]] = {}
+    # from_generator is a FlatMap over a generator's PyFunc; a FlatMap with no Python under it
+    # (Keras' adapter slicing NumPy arrays into batches) only iterates.
+    runs_python = any(s.name.startswith(_PYTHON) and not s.name.startswith("FlatMap") for s in pipeline.stages)
     for s in pipeline.stages:
         kind = stage_kind(s.name)
+        if kind == "python" and s.name.startswith("FlatMap") and not runs_python:
+            kind = "plumbing"
         if kind == "plumbing":
             continue
         ps, names = kinds.get(kind, (0, []))

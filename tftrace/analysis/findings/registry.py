@@ -10,8 +10,11 @@ from tftrace.analysis.findings import (callbacks, compute, device_sync, eager, g
                                        keras_calls, memory_room, op_by_op, per_call, pipeline, precision,
                                        python_function, recompile, regions, remainder, retracing, small_steps, stalls,
                                        step_python, straggler)
-from tftrace.analysis.findings.base import MIN_SHARE, Finding, evidence_text
+import dataclasses
+
+from tftrace.analysis.findings.base import MIN_SHARE, Finding, evidence_text, ms_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings.op_by_op import jit_calls
 from tftrace.model.memory import MemoryFinding
 from tftrace.model.report import Bottleneck
 
@@ -36,6 +39,8 @@ def diagnose(ctx: Context) -> tuple[Bottleneck, ...]:
         found += detect(ctx, _explained(ctx, found, part))
     found = [f for f in found if f.share >= MIN_SHARE]
     step = round(ctx.per_step_ps)
+    if ctx.tracer_ps:  # projections of the step the program runs, not of the traced one
+        found, step = untraced(found, step, ctx.tracer_ps, _python_ps(ctx, step))
     # Ranked by what each fix saves now; one that saves nothing while another bound holds the
     # step (a lighter model beside a pipeline that sets the pace) comes after, with what it
     # would save once the first is fixed.
@@ -56,6 +61,32 @@ def diagnose(ctx: Context) -> tuple[Bottleneck, ...]:
 
 
 LATER = 0.005  # a fix saving less than this share of the step saves nothing now
+
+
+def _python_ps(ctx: Context, step: int) -> float:
+    """The host time a step where the tracer's calls can be: host overhead and idle, less the
+    jitted calls' own (JAX's dispatch runs in C++: the tracer records no call inside one)."""
+    host = (ctx.breakdown.host_overhead + ctx.breakdown.idle) * step
+    dispatch = float(ctx.trace.events["dur_ps"][jit_calls(ctx)].sum()) / ctx.n if ctx.jax else 0.0
+    return max(host - dispatch, ctx.tracer_ps)
+
+
+def untraced(found: list[Finding], step: int, tracer_ps: int, host_ps: float) -> tuple[list[Finding], int]:
+    """Findings projected on the step less the profiler's Python tracer (`tracer_ps` of each
+    traced `step`): the tracer's calls sit in the host's time, so a fix taking away host time
+    (`host_ps` a step, where they can be) takes its share of them with it, and the rest of them
+    are not the program's. Each such finding says how much of the tracer's time its fix takes away."""
+    out = []
+    for f in found:
+        removed = max(step - f.step_if_removed_ps, 0)
+        on_host = f.part in ("host_overhead", "idle") and host_ps > 0
+        took = min(tracer_ps, removed * tracer_ps / host_ps) if on_host else 0
+        projected = max(round(f.step_if_removed_ps - (tracer_ps - took)), 0)
+        said = ms_fact("of it the Python tracer's own cost, which the fix also removes", took)
+        facts = f.facts + (said,) if took else f.facts
+        evidence = f.evidence and (f.evidence + ("; " + evidence_text((said,)) if took else ""))
+        out.append(dataclasses.replace(f, step_if_removed_ps=projected, facts=facts, evidence=evidence))
+    return out, step - tracer_ps
 
 
 def memory_findings(ctx: Context) -> tuple[MemoryFinding, ...]:

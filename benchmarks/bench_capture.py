@@ -1,0 +1,197 @@
+"""What a capture does to the run it records: untraced step, steps outside windows, the report's step.
+
+    python benchmarks/bench_capture.py            # both backends, both models; figures into RESULTS.md
+    python benchmarks/bench_capture.py --child tensorflow mlp   # one backend and model (a fresh process)
+
+Each (Keras backend, model) runs in its own process. Epochs alternate between a plain `fit` and a
+`fit` with `TraceCallback` whose only window lies in an epoch that never runs (and, on TensorFlow,
+Keras' `TensorBoard(profile_batch=...)` likewise): each epoch is timed from its begin to its end
+hook by a callback with no batch hooks, so the timing itself changes nothing, and the medians over
+the rounds are compared. Then a few fits with a real window each (the defaults: steps 2-6) are
+analysed, and the report's median step is set against the untraced step of the same process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+MODELS = {"mlp": dict(steps=300, batch=8), "cnn": dict(steps=40, batch=32)}
+BACKENDS = ("tensorflow", "jax")
+_BEGIN, _END = "<!-- bench_capture begin -->", "<!-- bench_capture end -->"
+
+
+def _model(keras, kind: str):
+    keras.utils.set_random_seed(0)
+    if kind == "mlp":
+        layers = [keras.Input((32,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(10)]
+    else:
+        layers = [keras.Input((32, 32, 3)), keras.layers.Conv2D(32, 3, activation="relu"),
+                  keras.layers.MaxPooling2D(), keras.layers.Conv2D(64, 3, activation="relu"),
+                  keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(10)]
+    model = keras.Sequential(layers)
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def _data(kind: str):
+    import numpy as np
+    spec = MODELS[kind]
+    n = spec["steps"] * spec["batch"]
+    shape = (n, 32) if kind == "mlp" else (n, 32, 32, 3)
+    rng = np.random.default_rng(0)
+    return rng.random(shape).astype("float32"), rng.integers(0, 10, n)
+
+
+def child(backend: str, kind: str, rounds: int = 15, captures: int = 3) -> dict:
+    os.environ["KERAS_BACKEND"] = backend
+    import keras
+
+    import tftrace
+    from tftrace.api import analyze
+
+    class EpochClock(keras.callbacks.Callback):  # epoch hooks only: Keras' batch dispatch is untouched
+        def __init__(self):
+            super().__init__()
+            self.seconds = []
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self._t = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.seconds.append(time.perf_counter() - self._t)
+
+    model, (x, y) = _model(keras, kind), _data(kind)
+    spec = MODELS[kind]
+    model.fit(x, y, batch_size=spec["batch"], epochs=2, verbose=0)  # compiled and warm
+    tmp = tempfile.mkdtemp(prefix="bench_capture_")
+    never = dict(epochs=(10_000,), evaluate_steps=None, predict_steps=None)
+    variants = {"plain": lambda: [], "TraceCallback": lambda: [tftrace.TraceCallback(tmp, **never)]}
+    if backend == "tensorflow":
+        far = 10 ** 7  # a window past the last step: Keras' hooks run, the profiler never starts
+        variants["Keras TensorBoard"] = lambda: [keras.callbacks.TensorBoard(tmp, profile_batch=(far, far + 1),
+                                                                            write_graph=False)]
+    per_step = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, callbacks in variants.items():
+            clock = EpochClock()
+            model.fit(x, y, batch_size=spec["batch"], epochs=1, verbose=0, callbacks=[clock, *callbacks()])
+            per_step[name].append(clock.seconds[0] / spec["steps"])
+    untraced = statistics.median(per_step["plain"])
+    out = {"backend": backend, "model": kind, "params": model.count_params(), "rounds": rounds,
+           "untraced_ms": untraced * 1e3,
+           "outside": {k: statistics.median(v) / untraced - 1 for k, v in per_step.items() if k != "plain"}}
+    reports = {"TraceCallback": []}
+    if backend == "tensorflow":
+        reports["Keras TensorBoard"] = []
+    for i in range(captures):
+        for name in reports:
+            log_dir = os.path.join(tmp, f"{name.replace(' ', '_')}{i}")
+            cb = tftrace.TraceCallback(log_dir, evaluate_steps=None, predict_steps=None) \
+                if name == "TraceCallback" else keras.callbacks.TensorBoard(log_dir, profile_batch=(3, 7),
+                                                                            write_graph=False)
+            model.fit(x, y, batch_size=spec["batch"], epochs=1, verbose=0, callbacks=[cb])
+            run = analyze(log_dir).to_dict()["runs"][0]
+            reports[name].append(run["steps"]["median_ms"] / (untraced * 1e3))
+    out["report_ratio"] = reports
+    out["hooks_us"] = _hook_cost(keras, model, tftrace.TraceCallback(tmp, **never))
+    return out
+
+
+def _hook_cost(keras, model, cb, n: int = 20_000, rounds: int = 7) -> float:
+    """The callback's own per-batch cost outside windows, in microseconds: a CallbackList's batch
+    hooks called in a tight loop with and without it (on this thread: Keras' worker pool is off
+    here, so its scheduling noise is not in the figure)."""
+    from keras.src.callbacks.callback_list import CallbackList
+
+    def per_batch(callbacks) -> float:
+        calls = CallbackList(callbacks, add_history=True, model=model, epochs=1, steps=n, verbose=0)
+        calls.on_train_begin()
+        calls.on_epoch_begin(0)
+        calls._async_train = False
+        t0 = time.perf_counter()
+        for i in range(n):
+            calls.on_train_batch_begin(i)
+            calls.on_train_batch_end(i, None)
+        seconds = time.perf_counter() - t0
+        calls.on_epoch_end(0, {})
+        calls.on_train_end()
+        return seconds / n * 1e6
+    plain, traced = [], []
+    for _ in range(rounds):
+        plain.append(per_batch([]))
+        traced.append(per_batch([cb]))
+    return statistics.median(traced) - statistics.median(plain)
+
+
+def _run_child(backend: str, kind: str) -> dict:
+    env = {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3",
+           "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run([sys.executable, __file__, "--child", backend, kind], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=1200)
+    if proc.returncode != 0:
+        raise SystemExit(f"{backend} {kind} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _table(results: list[dict]) -> str:
+    rows = ["| backend | model | params | untraced step ms | steps outside windows: TraceCallback | "
+            "its hooks per batch | Keras TensorBoard(profile_batch) | report's median step / untraced (each capture) |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        tb = r["outside"].get("Keras TensorBoard")
+        ratios = r["report_ratio"]
+        text = "TraceCallback " + ", ".join(f"{x:.2f}x" for x in ratios["TraceCallback"])
+        if "Keras TensorBoard" in ratios:
+            text += "; Keras TensorBoard " + ", ".join(f"{x:.2f}x" for x in ratios["Keras TensorBoard"])
+        rows.append(f"| {r['backend']} | {r['model']} | {r['params']:,} | {r['untraced_ms']:.3f} | "
+                    f"{100 * r['outside']['TraceCallback']:+.2f}% | "
+                    f"{r['hooks_us']:.2f} us ({100 * r['hooks_us'] / 1e3 / r['untraced_ms']:.2f}%) | "
+                    f"{'-' if tb is None else f'{100 * tb:+.2f}%'} | {text} |")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    import keras  # noqa: F401 - the version only; the work is in the children
+    results = [_run_child(b, m) for b in BACKENDS for m in MODELS]
+    table = _table(results)
+    print(table)
+    versions = {}
+    for name in ("keras", "tensorflow", "jax"):
+        try:
+            versions[name] = __import__(name).__version__
+        except ImportError:
+            pass
+    block = "\n".join([
+        _BEGIN, "## What a capture does to the run it records", "",
+        "Produced by `python benchmarks/bench_capture.py` on this 2-core shared machine, CPU only ("
+        + ", ".join(f"{k} {v}" for k, v in versions.items()) + "). Untraced step: the median over "
+        "alternating epochs of a plain `fit` (epoch time per step, timed by a callback with epoch hooks "
+        "only); steps outside windows: the same with the callback whose window never opens; its hooks per "
+        "batch: a CallbackList's batch hooks called in a tight loop with and without it (the figure the "
+        "epochs' noise hides); report's "
+        "median step: `tftrace analyze` on a fit with a default window (steps 2-6; Keras' TensorBoard: "
+        "profile_batch=(3, 7)), over the untraced step of the same process.", "", table, "", _END])
+    path = os.path.join(ROOT, "benchmarks", "RESULTS.md")
+    with open(path) as f:
+        text = f.read()
+    if _BEGIN in text:
+        text = text[:text.index(_BEGIN)] + block + text[text.index(_END) + len(_END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    with open(path, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--child":
+        print(json.dumps(child(sys.argv[2], sys.argv[3])))
+    else:
+        main()
