@@ -1,9 +1,10 @@
 """Capture on Keras 3's torch backend and raw torch loops, with TensorFlow and JAX unimportable: TraceCallback
 on fit (with its validation pass) and predict, tftrace.trace() around a torch loop, interrupts, a profiler
-that cannot start.
+that cannot start, a trace that cannot be written.
 
 The captures run in child processes (tests/torch_capture_run.py: Keras on torch, on the CPU, with a finder
-that refuses `import tensorflow` and `import jax`); the tests read the Kineto JSON they wrote directly.
+that refuses `import tensorflow` and `import jax`); the tests read the Kineto JSON they wrote directly,
+and through `tftrace analyze` (tftrace/read/kineto.py).
 """
 
 from __future__ import annotations
@@ -201,6 +202,13 @@ def test_a_profiler_that_cannot_start_only_warns_and_training_goes_on(captured):
     assert broken["runs"] == [] and broken["weights_equal"]
     (message,) = broken["warnings"]
     assert message.startswith("tftrace: could not start the profiler (RuntimeError: Profiler is already enabled")
+
+
+def test_a_trace_that_cannot_be_written_only_warns_and_frees_the_profiler(captured):
+    unsaved = captured["unsaved"]
+    assert unsaved["runs"] == [] and unsaved["weights_equal"] and len(unsaved["after"]) == 1
+    (message,) = unsaved["warnings"]
+    assert message.startswith("tftrace: could not save the fit_epoch1 profile (NotADirectoryError")
 
 
 def test_confirm_and_the_profiler_server_are_not_there_on_torch_yet_and_say_so(captured):

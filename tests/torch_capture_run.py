@@ -4,7 +4,7 @@ raw torch loop, with TensorFlow and JAX made unimportable (a finder first on sys
     python tests/torch_capture_run.py OUT_DIR [PART ...]
 
 Writes OUT_DIR/<part>/logs (the runs) and OUT_DIR/results.json (what each part saw: weights equal,
-warnings, errors, the frameworks imported). Parts: fit, confirm, predict, keras_loop, cut, broken, loop; all but loop by
+warnings, errors, the frameworks imported). Parts: fit, confirm, predict, keras_loop, cut, broken, unsaved, loop; all but loop by
 default. `loop` imports no Keras: run it on its own, so torch is the only framework in the process.
 """
 
@@ -160,6 +160,29 @@ def part_broken(out: str) -> dict:
     return {"runs": cb.runs, "weights_equal": _same(_state(plain), _state(traced))}
 
 
+def part_unsaved(out: str) -> dict:
+    """The trace cannot be written when the window ends (the profile folder became a file): one
+    warning, and fit trains on to the same weights."""
+    import shutil
+    keras = _keras()
+    logs = os.path.join(out, "logs")
+    profile = os.path.join(logs, "plugins", "profile")
+
+    class Clobber(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 3:
+                shutil.rmtree(profile)
+                with open(profile, "w") as f:
+                    f.write("not a folder")
+
+    plain = _fit([], epochs=1)
+    cb = tftrace.TraceCallback(logs, evaluate_steps=None)
+    traced = _fit([cb, Clobber()], epochs=1)
+    after = tftrace.TraceCallback(os.path.join(out, "after"), fit_steps=(1, 2), evaluate_steps=None)
+    _fit([after], epochs=1)  # the profiler stopped before the export failed: it is free again
+    return {"runs": cb.runs, "weights_equal": _same(_state(plain), _state(traced)), "after": after.runs}
+
+
 def part_loop(out: str) -> dict:
     """A raw torch training loop (no Keras) in tftrace.trace() with tftrace.step() marks."""
     torch.manual_seed(0)
@@ -201,7 +224,7 @@ def part_confirm(out: str) -> dict:
 
 
 PARTS = {"fit": part_fit, "confirm": part_confirm, "predict": part_predict, "keras_loop": part_keras_loop,
-         "cut": part_cut, "broken": part_broken, "loop": part_loop}
+         "cut": part_cut, "broken": part_broken, "unsaved": part_unsaved, "loop": part_loop}
 
 
 def main(out: str, parts: list[str]) -> None:
