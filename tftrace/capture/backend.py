@@ -7,9 +7,8 @@ import inspect
 import sys
 import time
 
-from tftrace.model.errors import TftraceError
-
 from tftrace.capture.torch_profiler import TORCH
+from tftrace.model.errors import TftraceError
 
 TENSORFLOW, JAX = "tensorflow", "jax"
 NAMES = (TENSORFLOW, JAX, TORCH)
