@@ -32,7 +32,7 @@ def load_host(run: Run, path: str, beside_files: bool = False, progress=None) ->
 
 
 def _load(run: Run, files, progress, beside_files: bool, by_file: bool | None = None) -> Trace:
-    kineto = {f for f in run.files if not f.endswith(".xplane.pb") and is_kineto(f)}
+    kineto = {f for f in files if not f.endswith(".xplane.pb") and is_kineto(f)}  # the files read here
     fmt = "xplane" if any(f.endswith(".xplane.pb") for f in run.files) else "kineto" if kineto else "trace_json"
     builder = TraceBuilder(run.path, fmt)
     problems: list[TraceReadError] = []
