@@ -17,22 +17,22 @@ MIN_RUNS = 3
 
 def paced_by_module_runs(trace: Trace, steps: Steps) -> Steps | None:
     """`steps` re-timed by the runs of the module that holds most of XLA:CPU's time, one run a
-    step, when the host's steps are much shorter than those runs; None where they keep pace (or
+    step, when the host begins steps much faster than those runs take; None where they keep pace (or
     the trace has no such runs). Step i runs from the start of run i to the start of run i+1 (the
     last to its last thunk's end)."""
-    if steps.kind != "marker" or steps.count < MIN_RUNS or trace.devices:
+    if steps.kind not in ("marker", "function") or steps.count < MIN_RUNS or trace.devices:
         return None
     runs = _module_runs(trace, steps.starts[0])
     if runs is None or len(runs[0]) < MIN_RUNS:
         return None
     starts, ends = runs
-    host = np.asarray(steps.ends, np.int64) - np.asarray(steps.starts, np.int64)
+    host = np.diff(np.asarray(steps.starts, np.int64))  # the host's pace: one step's start to the next
     if float(np.median(host)) >= AHEAD * float(np.median(ends - starts)):
         return None
     k = min(len(starts), steps.count)
     bounds = np.append(starts[1:k], ends[k - 1])
     left = steps.count - k
-    note = (f"the host ran ahead of XLA:CPU (its steps, median {np.median(host) / 1e9:.3f} ms, time the dispatch): "
+    note = (f"the host ran ahead of XLA:CPU (it began a step every {np.median(host) / 1e9:.3f} ms, its dispatch): "
             f"each step here is one run of the step's module on XLA's threads, start to start, as the device "
             f"ran them; the breakdown is the device's view"
             + (f"; {left} steps whose runs the capture ended before are left out" if left else ""))
