@@ -9,6 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tftrace.analysis.classify import is_gradient_type
+from tftrace.analysis.range_layers import RANGED_KINDS, range_layers
 from tftrace.model.events import Trace
 
 # The op that opens each layer kind's work when Keras 3 runs it eagerly; layers absent here run
@@ -86,8 +87,12 @@ def eager_layers(trace: Trace, step_starts: tuple[int, ...]) -> tuple[np.ndarray
     made = _MADE.setdefault(trace, {})
     key = tuple(step_starts)
     if key not in made:
-        made[key] = _eager_layers(trace, step_starts)
+        ranged = trace.sidecar.get("layer_ranges")  # a torch capture marks each layer's call
+        made[key] = range_layers(trace, EagerLabel) if ranged else _eager_layers(trace, step_starts)
     return made[key]
+
+
+LABELLED_KINDS = ("eager",) + RANGED_KINDS  # op kinds whose events these labels can name
 
 
 def _eager_layers(trace: Trace, step_starts: tuple[int, ...]) -> tuple[np.ndarray | None, list[EagerLabel]]:

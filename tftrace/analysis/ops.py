@@ -8,6 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tftrace.analysis.classify import INPUT, classify, trace_scopes
+from tftrace.analysis.eager_layers import LABELLED_KINDS
 from tftrace.analysis.sums import CHUNK, exact_sums
 from tftrace.model.events import Trace
 from tftrace.model.report import CategoryRow, LayerRow, OpRow
@@ -70,7 +71,7 @@ def op_table(trace: Trace, eager_label: np.ndarray | None = None, eager_labels: 
     labels = list(eager_labels or []) if eager_label is not None else []
     # Eager ops labelled by call order get keys of their own past the plain ones, one per
     # (eager op, label): the table grows by eager ops x labels, not by all ops x labels.
-    eager_codes = [c for c, op in trace.ops.items() if op.kind == "eager"] if labels else []
+    eager_codes = [c for c, op in trace.ops.items() if op.kind in LABELLED_KINDS] if labels else []
     eager_number = np.full(len(trace.names) + 1, -1, np.int64)
     eager_number[eager_codes] = np.arange(len(eager_codes))
     extra = len(eager_codes) * len(labels)

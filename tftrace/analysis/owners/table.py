@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tftrace.analysis.classify import classify, scopes_of, trace_scopes
-from tftrace.analysis.eager_layers import eager_layers
+from tftrace.analysis.eager_layers import LABELLED_KINDS, eager_layers
 from tftrace.analysis.owners.claims import host_claims
 from tftrace.analysis.owners.knowledge import known
 from tftrace.analysis.owners.key import OwnerKey
@@ -145,7 +145,7 @@ def _op_matrix(ctx, program: Program, key):
     ev = trace.events
     rows = np.flatnonzero((owner[ev["name"]] >= 0) & side[ev["line"]])
     own = owner[ev["name"][rows]]
-    label, labels = eager_layers(trace, ctx.steps.starts) if any(op.kind == "eager" for op in trace.ops.values()) \
+    label, labels = eager_layers(trace, ctx.steps.starts) if any(op.kind in LABELLED_KINDS for op in trace.ops.values()) \
         else (None, [])
     if label is not None:
         relabel = [key(OwnerKey("layer", lb.layer, lb.phase) if lb.layer else
