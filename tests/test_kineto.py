@@ -145,13 +145,28 @@ def test_diff_shows_the_input_wait_gone():
 
 
 def test_several_pytorch_files_in_one_folder_are_its_ranks(tmp_path):
-    for key in ("workers_0", "workers_4"):
-        shutil.copy(_file(key), tmp_path)
+    for rank, key in enumerate(("workers_0", "workers_4")):
+        shutil.copy(_file(key), tmp_path / f"rank{rank}.1623143089861.pt.trace.json.gz")
     (tmp_path / "empty.pt.trace.json").write_text('{"schemaVersion": 1, "traceEvents": []}')
     proc = run_cli("analyze", str(tmp_path), "--no-tensorboard")
     assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr and "hosts: empty, worker0.1623143089861, worker0.1623212756351" in proc.stdout
+    assert "Traceback" not in proc.stderr and "hosts: rank0.1623143089861, rank1.1623143089861" in proc.stdout
+    (run,) = api.analyze(str(tmp_path)).runs
+    assert any("empty.pt.trace.json: a PyTorch trace with no timed events" in n for n in run.notes)  # left out, named
     assert run_cli("analyze", str(tmp_path), "--no-tensorboard", "--workers", "2").returncode == 0
+
+
+def test_one_workers_files_of_different_times_are_runs_of_their_own(tmp_path):
+    """tensorboard_trace_handler names a file `<worker>.<time>.pt.trace.json`: one worker's files are
+    its profiling cycles (a schedule's repeats, a last cycle closed at exit), not ranks."""
+    for key in ("workers_0", "workers_4"):  # both written by `worker0`
+        shutil.copy(_file(key), tmp_path)
+    runs = find_runs(str(tmp_path))
+    assert [r.name for r in runs] == ["worker0.1623143089861.pt.trace.json.gz", "worker0.1623212756351.pt.trace.json.gz"]
+    assert all(len(r.files) == 1 for r in runs)
+    report = api.analyze(str(tmp_path))
+    assert [r.steps.count for r in report.runs] == [6, 6] and not any(b.kind == "straggler" for r in report.runs
+                                                                       for b in r.bottlenecks)
 
 
 @pytest.mark.parametrize("content", [b"", b"{", b'{"traceEvents": [{"ph": "X", "ts": 1, "dur"', b"\x1f\x8b\x08\x00junk"])

@@ -19,7 +19,7 @@ _NAMES = {
                    "hardtanh", "leaky_relu", "threshold", "elu", "mish", "hardswish", "hardsigmoid", "softplus"),
     "pooling": ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool2d",
                 "_adaptive_avg_pool2d", "adaptive_max_pool2d", "max_pool2d_with_indices"),
-    "dropout": ("dropout", "native_dropout", "bernoulli", "rand", "randn", "rand_like", "randn_like", "feature_dropout"),
+    "dropout": ("dropout", "native_dropout", "bernoulli", "feature_dropout"),  # not randn: data and init use it
     "loss": ("cross_entropy_loss", "nll_loss", "nll_loss_nd", "nll_loss2d", "mse_loss", "l1_loss", "smooth_l1_loss",
              "binary_cross_entropy", "binary_cross_entropy_with_logits", "huber_loss", "kl_div"),
     "reduction": ("sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "norm", "linalg_vector_norm", "var",

@@ -10,6 +10,7 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
+from tftrace.model.errors import TraceReadError
 from tftrace.model.events import LineInfo
 from tftrace.model.names import DATALOADER, Op
 from tftrace.read import storage
@@ -50,14 +51,15 @@ def is_kineto(path: str) -> bool:
 def read_kineto(path: str, builder: TraceBuilder, host: str) -> None:
     """Add a Kineto file's events: CPU ops, runtime calls and Python on host lines (one per
     thread), kernels, copies and memsets on device lines (one per stream); `ProfilerStep#N`
-    ranges are the steps, correlation ids tie device work to its launch."""
+    ranges are the steps, correlation ids tie device work to its launch. A file with no timed
+    event raises TraceReadError: in a run of several ranks it is left out, named in the notes."""
     top: dict = {}
     events = _Events()
     for batch in event_batches(path, parse_float=str, top=top):
         events.add(batch)
     events.link_flows()
-    if host not in builder.hosts:  # a rank that recorded nothing is still named by its file
-        builder.hosts.append(host)
+    if not events.lines:  # torch.profiler writes one when a schedule's cycle closes on no step
+        raise TraceReadError(f"{path}: a PyTorch trace with no timed events (an empty profiling cycle)")
     for key in sorted(events.lines, key=str):
         _add_line(builder, host, key, events)
     if events.base_ps is not None:  # where event times count from, in Unix ns

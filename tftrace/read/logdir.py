@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from tftrace.model.errors import NoTracesError, TraceReadError
@@ -46,12 +47,33 @@ def find_runs(path: str) -> list[Run]:
     for folder, dirs, files in storage.walk(path):
         dirs.sort()
         traces = _preferred(sorted(f for f in files if _is_trace(storage.join(folder, f))))
+        name = storage.relative(folder, path)
+        cycles = _cycles(traces)
+        for f in cycles:  # each a run of its own, named by its file
+            full = storage.join(folder, f)
+            runs.append(Run(full, f if name in ("", ".") else f"{name}/{f}", (full,)))
+        traces = [f for f in traces if f not in cycles]
         if traces:
-            runs.append(Run(folder, storage.relative(folder, path), tuple(storage.join(folder, f) for f in traces)))
+            runs.append(Run(folder, name, tuple(storage.join(folder, f) for f in traces)))
     if not runs:
         raise NoTracesError(f"{path}: no profiler traces found (*.xplane.pb, *.trace.json[.gz] or PyTorch's "
                             f"*.pt.trace.json[.gz]) in this folder or below")
     return sorted(runs, key=lambda r: r.name)
+
+
+# torch.profiler's tensorboard_trace_handler names each file `<worker>.<time in ns>.pt.trace.json`.
+_CYCLE = re.compile(r"(.+)\.\d+\.pt\.trace\.json(\.gz)?\Z")
+
+
+def _cycles(files: list[str]) -> set[str]:
+    """PyTorch files of one worker written at different times: the profiling cycles of one process
+    (a schedule's `repeat`, or a last cycle closed at exit), not ranks of one run."""
+    by_worker: dict[str, list[str]] = {}
+    for f in files:
+        m = _CYCLE.match(f)
+        if m:
+            by_worker.setdefault(m.group(1), []).append(f)
+    return {f for group in by_worker.values() if len(group) > 1 for f in group}
 
 
 def _preferred(files: list[str]) -> list[str]:

@@ -107,11 +107,11 @@ _FIXES = {
                 "larger batches."),
     },
     "dataloader": {
-        "serial": ("The DataLoader loads each batch in the training process, so the GPU waits for it every step: "
+        "serial": ("The DataLoader loads each batch in the training process, so {waits} for it every step: "
                    "load in worker processes, `DataLoader(..., num_workers=N)` (N up to the CPU cores per GPU; "
                    "`persistent_workers=True` keeps them across epochs, `prefetch_factor` sets how many batches each "
                    "worker readies ahead){pin}."),
-        "workers": ("The DataLoader's {workers} still do not keep up with the GPU: raise `num_workers` (up to the CPU "
+        "workers": ("The DataLoader's {workers} still do not keep up, so {waits} for them: raise `num_workers` (up to the CPU "
                     "cores per GPU) and `prefetch_factor`, make the Dataset's `__getitem__` and transforms cheaper "
                     "(decode once, smaller images, GPU-side augmentation){pin}."),
     },
@@ -243,6 +243,9 @@ _FIXES = {
                 "metrics) off the step's path."),
     },
     "straggler": {  # by the part of the straggler's step that makes it slow
+        "input_torch": "Its input pipeline is slower than the others': check its data source and disk or network, "
+                       "give its DataLoader more workers (`num_workers`, `prefetch_factor`), and shard the data evenly "
+                       "(`DistributedSampler`).",
         "input": "Its input pipeline is slower than the others': check its data source and disk or network, give its "
                  "tf.data pipeline more parallelism (`num_parallel_calls`, `prefetch`), and shard the data evenly.",
         "compute": "It computes more or on slower hardware: check for uneven shards (batch size per worker), a "

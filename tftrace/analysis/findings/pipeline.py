@@ -96,9 +96,11 @@ def detect(ctx: Context) -> list[Finding]:
     fix = pipeline_fix([k for k, ps, _ in kinds[:2] if ps >= 0.15 * (sum(p for _, p, _ in kinds) or 1)], has)
     waits_in = "IteratorGetNext"
     if ctx.torch:  # no tf.data: the DataLoader is what the step waits for
-        title, facts, fix, waits_in = dataloader.title(ctx.trace), (), dataloader.fix(ctx.trace), "the DataLoader"
+        device = tl.device_busy is not None
+        title, facts, waits_in = dataloader.title(ctx.trace, device), (), "the DataLoader"
+        fix = dataloader.fix(ctx.trace, device)
     if tl.device_busy is None:
-        out += _on_the_host(ctx, kinds, title, facts + where, fix)
+        out += _on_the_host(ctx, kinds, title, facts + where, fix, waits_in)
     if tl.device_busy is not None and b.input > 0 and not ctx.jax:  # JAX runs: host_to_device.detect
         out.append(host_to_device(ctx))
     wait = tl.fraction(tl.input_wait) if tl.input_wait is not None else 0.0
@@ -111,13 +113,13 @@ def detect(ctx: Context) -> list[Finding]:
     return out
 
 
-def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str) -> list[Finding]:
+def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str, waits_in: str) -> list[Finding]:
     """The input finding of a host-only run: the wait for input, and the pipeline's work where it
     takes the cores from the model's ops."""
     b, tl = ctx.breakdown, ctx.tl
     work = sum(ps for _, ps, _ in kinds)
     cores = load_cores(ctx.trace)
-    wait = (pct_fact("share of step time waiting for input", b.input), ms_fact("per step waiting in IteratorGetNext",
+    wait = (pct_fact("share of step time waiting for input", b.input), ms_fact(f"per step waiting in {waits_in}",
                                                                                tl.input.sum() / ctx.n))
     if ctx.paced == "cores":
         # Its work fills the cores: steps last as long as the CPU work of pipeline and model

@@ -17,7 +17,8 @@ def detect(ctx: Context) -> list[Finding]:
     if s is None:
         return []
     share = (s.work_ps - s.others_ps) / s.step_ps
-    return [Finding("straggler", _title(s), share, (), fix_for("straggler", s.reason),
+    reason = "input_torch" if ctx.torch and s.reason == "input" else s.reason
+    return [Finding("straggler", _title(s), share, (), fix_for("straggler", reason),
                     ctx.projected(share * ctx.wall_ps), evidence=_evidence(s))]
 
 
