@@ -141,7 +141,7 @@ def test_tftrace_analyze_finds_each_windows_steps_mode_and_a_verdict(captured, l
         (report,) = analyze(run).to_dict()["runs"]
         assert report["framework"] == "pytorch" and report["hosts"]
         assert [s["number"] for s in report["steps"]["steps"]] == steps, run
-        assert "ProfilerStep#" in report["steps"]["source"]
+        assert report["steps"]["source"] == "marker 'ProfilerStep'"
         assert mode is None or report["mode"] == mode
         assert report["verdict"]["bound"] != "unknown" and report["ops"]
 

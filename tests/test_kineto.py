@@ -68,7 +68,8 @@ def test_steps_are_the_profiler_steps(key):
     trace = load_run(find_runs(_file(key))[0])
     steps = find_steps(trace)
     assert steps.count == _profiler_steps(_file(key)) > 0
-    assert all(n.startswith("ProfilerStep#") for n in steps.names)
+    assert set(steps.names) == {"ProfilerStep"}  # one marker, its number in `numbers`
+    assert steps.source == "marker 'ProfilerStep'"
     assert trace.format == "kineto"
 
 

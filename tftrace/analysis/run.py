@@ -217,6 +217,8 @@ def _loop(trace: Trace, steps: Steps, mode: str) -> str:
     user_marked = trace.sidecar.get("mode") == "trace"  # tftrace.trace() with tftrace.step(): the user's loop
     if steps.kind == "marker" and not user_marked and all(n.lower() in _KERAS_MARKERS for n in steps.names):
         return "keras"
+    if steps.kind == "marker" and trace.sidecar.get("mode") in ("fit", "evaluate"):  # TraceCallback on torch
+        return "keras"
     if steps.kind == "function" and steps.names and steps.names[0] in STEP_FUNCTIONS and mode in ("train", "evaluate"):
         return "keras"
     if steps.kind == "function" and steps.source.endswith("(Keras 3 on JAX)") and mode != "predict":

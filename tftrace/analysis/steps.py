@@ -3,6 +3,7 @@ lines, or, with no marker at all, the whole window; and say which source was use
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 import dataclasses
 from dataclasses import dataclass
@@ -58,7 +59,7 @@ def _from_rows(trace: Trace, mask: np.ndarray, source: str, kind: str, note: str
     numbers = _stat_at(trace, "step_num", np.flatnonzero(mask))[order]
     if (numbers < 0).all():
         numbers = np.arange(len(start))
-    names = tuple(trace.names[c] for c in ev["name"][order])
+    names = tuple(_NUMBERED.sub("", trace.names[c]) for c in ev["name"][order])
     start, end, numbers, names = _drop_nested(start, end, numbers, names)
     return Steps(source, kind, tuple(start.tolist()), tuple(end.tolist()), tuple(numbers.tolist()), names, note)
 
@@ -103,8 +104,12 @@ def _root_markers(trace: Trace) -> Steps | None:
     keep &= root == root[keep].min()
     mask = np.zeros(len(ev), bool)
     mask[rows[keep]] = True
-    names = [trace.names[c] for c in names_at[keep]]
+    # PyTorch numbers its step ranges in their names (`ProfilerStep#12`): one marker, numbered.
+    names = [_NUMBERED.sub("", trace.names[c]) for c in names_at[keep]]
     return _from_rows(trace, mask, f"marker {_label(names)}", "marker")
+
+
+_NUMBERED = re.compile(r"#\d+\Z")
 
 
 def _keras3_batches(trace: Trace) -> Steps | None:

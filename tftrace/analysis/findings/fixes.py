@@ -60,6 +60,9 @@ _FIXES = {
                 "`.numpy()`, `float()` or `print` of tensors per step), compute metrics inside the tf.function "
                 "(`keras.metrics` objects), log every N steps, and move numpy work into the graph or out of the "
                 "loop."),
+        "torch": ("Your loop runs Python between calls of `{fn}` on every step: keep results as tensors (no "
+                  "`.item()`, `.cpu()`, `float()` or `print` of them per step), accumulate metrics on the device "
+                  "and read them every N steps, and prepare the next batch in DataLoader workers."),
         "jax": ("Your loop runs Python between calls of `{fn}` on every step: keep step results as `jax.Array`s "
                 "(no `float()`, `np.asarray` or `print` of them per step), compute metrics inside the jitted step, "
                 "log every N steps, and make the next batch while the device runs this one (JAX dispatches "
@@ -105,6 +108,11 @@ _FIXES = {
                 "`tftrace.TraceCallback` (it samples Python, naming the functions behind it), and cut the per-step "
                 "cost with fewer calls: `steps_per_execution` in fit, one compiled step (`jit_compile=True`), "
                 "larger batches."),
+        "torch": ("This host time inside the steps runs no op: PyTorch's own dispatch around the ops (the Python "
+                  "and C++ of each `aten::` call, autograd's bookkeeping) or Python this capture did not record. "
+                  "Run fewer, larger ops: compile the model (`torch.compile(model)`; on Keras' torch backend "
+                  "`model.compile(..., jit_compile=True)`), use the optimizer's `foreach=True` or `fused=True` "
+                  "updates, and raise the batch size."),
     },
     "dataloader": {
         "serial": ("The DataLoader loads each batch in the training process, so {waits} for it every step: "
@@ -233,6 +241,10 @@ _FIXES = {
                 "train_step's own work, a metric, a weight penalty, sample weighting): name them with "
                 "`tf.name_scope('...')` or capture with `tftrace.TraceCallback`, whose sidecar records the "
                 "program's configuration, so their owner is known; then make that work cheaper or run it less often."),
+        "torch": ("These ops run outside every layer's range: the loss, the backward pass (autograd runs it outside "
+                  "the layers' calls), the optimizer and the train step's own work. Name a part with "
+                  "`torch.profiler.record_function('...')` to see its owner; the backward pass shrinks with the "
+                  "forward it mirrors, and the optimizer's updates with `foreach=True` or `fused=True`."),
     },
     "device_idle": {
         "torch": ("The host cannot keep the GPU fed: take per-step syncs off the step's path (`.item()`, `.cpu()`, "

@@ -44,7 +44,7 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
                         fix_for("device_idle", "torch" if ctx.torch else "any"),
                         ctx.projected(rest * ctx.wall_ps), "host_overhead")]
     title = ("Python time inside steps" + in_fn) if in_fn and where else "Framework time inside steps, outside any op"
-    return [Finding("host_overhead", title, rest, facts, fix_for("host_overhead"), ctx.projected(rest * ctx.wall_ps),
+    return [Finding("host_overhead", title, rest, facts, fix_for("host_overhead", "torch" if ctx.torch else "any"), ctx.projected(rest * ctx.wall_ps),
                     "host_overhead")]
 
 
