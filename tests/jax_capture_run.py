@@ -13,7 +13,6 @@ import contextlib
 import glob
 import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -42,6 +41,7 @@ import jax.numpy as jnp  # noqa: E402
 
 import tftrace  # noqa: E402
 from tftrace.capture.warn import CaptureWarning  # noqa: E402
+from capture_cut import cut_windows  # noqa: E402 - beside this script
 
 
 def _model(seed: int = 0):
@@ -196,37 +196,7 @@ def part_ahead(out: str) -> dict:
 
 def part_cut(out: str) -> dict:
     """An exception and a Ctrl-C inside fit windows: each window is kept, marked cut short."""
-    x, y = _data()
-    seen = {}
-
-    class Raises(keras.callbacks.Callback):
-        def __init__(self, act):
-            super().__init__()
-            self.act = act
-
-        def on_train_batch_end(self, batch, logs=None):
-            if batch == 4:
-                self.act()
-
-    def boom():
-        raise ValueError("a callback's own error")
-
-    # Python's own SIGINT handler, as in a terminal: a process started in the background (CI, `cmd &`)
-    # inherits SIGINT ignored, and then raise_signal would do nothing.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for name, act in (("valueerror", boom), ("sigint", lambda: (signal.raise_signal(signal.SIGINT), time.sleep(5)))):
-        cb = tftrace.TraceCallback(os.path.join(out, name), fit_steps=(2, 10), evaluate_steps=None)
-        try:
-            _model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[cb, Raises(act)])
-            seen[name] = {"raised": None}
-        except BaseException as e:  # noqa: BLE001 - KeyboardInterrupt is the point
-            seen[name] = {"raised": type(e).__name__}
-        seen[name]["runs"] = cb.runs
-    # The profiler is free again: a later window opens.
-    cb = tftrace.TraceCallback(os.path.join(out, "after"), fit_steps=(1, 2), evaluate_steps=None)
-    _model().fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[cb])
-    seen["after"] = {"runs": cb.runs}
-    return seen
+    return cut_windows(keras, _model, _data, out)
 
 
 def part_cycles(out: str, cycles: int = 20) -> dict:

@@ -53,10 +53,14 @@ def _module_runs(trace: Trace, after: int) -> tuple[np.ndarray, np.ndarray] | No
     if not len(rows):
         return None
     module = {c: trace.ops[c].name.rpartition("/")[0] for c in codes}
-    mods = np.array([module[c] for c in ev["name"][rows].tolist()], object)
-    dur = ev["dur_ps"][rows]
-    totals = {m: int(dur[mods == m].sum()) for m in set(mods.tolist())}
-    main = max(totals, key=lambda m: (totals[m], m))
+    modules = sorted(set(module.values()))
+    index = {m: i for i, m in enumerate(modules)}
+    module_of = np.full(len(trace.names) + 1, -1, np.int64)  # name code -> its module's index
+    for c, m in module.items():
+        module_of[c] = index[m]
+    mods = module_of[ev["name"][rows]]
+    totals = np.bincount(mods, ev["dur_ps"][rows].astype(np.float64), minlength=len(modules))
+    main = max(range(len(modules)), key=lambda m: (totals[m], modules[m]))
     rows = rows[mods == main]
     rows = rows[np.argsort(ev["start_ps"][rows], kind="stable")]
     start, end = ev["start_ps"][rows], ev["start_ps"][rows] + ev["dur_ps"][rows]
