@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from tftrace.analysis.memory_held import held_at
+from tftrace.analysis.sums import distinct
 from tftrace.model.events import Columns, Trace
 from tftrace.model.memory import AllocatorRow, MemoryPoint, StepPeak
 
@@ -92,5 +93,5 @@ def _timeline(time: np.ndarray, in_use: np.ndarray, peak: int) -> tuple[MemoryPo
         bounds = np.linspace(0, n, TIMELINE_POINTS - 1, dtype=np.int64)[:-1]
         widths = np.diff(np.append(bounds, n))
         local = np.array([int(np.argmax(in_use[b:b + w])) for b, w in zip(bounds.tolist(), widths.tolist())])
-        keep = np.unique(np.concatenate([[0, peak], bounds + local]))
+        keep = distinct(np.concatenate([[0, peak], bounds + local]))
     return tuple(MemoryPoint(int(time[i]), int(in_use[i])) for i in keep.tolist())

@@ -277,7 +277,17 @@ def bare(scope: str) -> str:
 @lru_cache(maxsize=65536)
 def _judge(op: Op) -> tuple[str, str, tuple[str, ...]]:
     """An op's category and phase, and its name scopes."""
-    names = tuple(op.name.split("/")[:-1]) if op.kind in ("tf", "device") else ()
+    prefix, slash, leaf = op.name.rpartition("/")
+    scoped = op.kind in ("tf", "device") and slash
+    # Judged by scope and type: thousands of ops share a few hundred (`adam/Pow_105`, `adam/Pow_106`).
+    # The op's own name counts only where its type says nothing (`_kernel_category`).
+    by_name = category_of_type(op.type) == "other" and op.type not in _BY_TYPE
+    return _judge_scoped(op.kind, op.type, tuple(prefix.split("/")) if scoped else (), leaf if by_name else "")
+
+
+@lru_cache(maxsize=65536)
+def _judge_scoped(kind: str, op_type: str, names: tuple[str, ...], leaf: str) -> tuple[str, str, tuple[str, ...]]:
+    op = Op(f"{'/'.join(names)}/{leaf}", op_type, kind)
     lowered = [s.lower() for s in names]
     backward = any(s in ("gradient_tape", "gradients") or s.endswith("_grad") for s in lowered) \
         or is_gradient_type(op.type) or op.kind == "torch" and is_torch_backward(op.type)
@@ -315,6 +325,7 @@ def _is_wrapper(scope: str) -> bool:
     return _WRAPPER_SCOPES.match(scope) is not None
 
 
+@lru_cache(maxsize=4096)
 def category_of_type(op_type: str) -> str:
     """The category an op type alone implies ("other" when unknown)."""
     if op_type in _BY_TYPE:
@@ -391,6 +402,7 @@ def _is_loss_scope(scope: str) -> bool:
     return scope in LOSS_SCOPES or "crossentropy" in scope or scope.endswith("_loss")
 
 
+@lru_cache(maxsize=1 << 16)  # ops of one scope share it
 def _layer(scopes: tuple[str, ...], layers: LayerScopes) -> str:
     """The Keras layer a scope path names: the deepest known layer, else the second scope."""
     path = [s for s in scopes if not _is_wrapper(s)]

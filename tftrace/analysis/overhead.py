@@ -47,18 +47,18 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
     end = np.asarray(steps.ends, np.int64)
     is_input, is_compute = classes
     known = is_input | is_compute
-    base = covered(*busy, start, end).sum()
-
     def extra(s, e):
-        """Step time the intervals [s, e) cover beyond input and compute."""
+        """Step time the intervals [s, e) cover beyond input and compute: measured where they
+        lie (the busy intervals elsewhere add the same to both sides), not over the whole trace."""
         if len(s) == 0:
             return 0
-        both = merge(np.concatenate([busy[0], s]), np.concatenate([busy[1], e]))
-        return int(covered(*both, start, end).sum() - base)
+        near = slice(np.searchsorted(busy[1], s.min(), side="right"), np.searchsorted(busy[0], e.max(), side="left"))
+        b_s, b_e = busy[0][near], busy[1][near]
+        both = merge(np.concatenate([b_s, s]), np.concatenate([b_e, e]))
+        return int(covered(*both, start, end).sum() - covered(b_s, b_e, start, end).sum())
 
-    pipe = trace.named(c for c, op in trace.ops.items() if is_pipeline_op(op))
-    tracing = trace.named(trace.codes(TRACING))
-    eager = trace.named(c for c, op in trace.ops.items() if op.kind == "eager") & is_compute
+    pipe, tracing, eager = _kinds(trace)
+    eager &= is_compute
     # Only the few rows these masks pick are placed against the steps, not every event.
     rows = np.flatnonzero(pipe | tracing | eager)
     rows = rows[_inside(ev["start_ps"][rows], start, end)]
@@ -76,6 +76,16 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
         pipeline_tracing_ps=extra(*_row_spans(ev, tracing_rows[in_phase])),
         pipeline_builds=_builds(trace, ev["name"][pipe_rows]),
     )
+
+
+def _kinds(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per event: is it a pipeline op, tracing, an eager op? One pass over the events for all three."""
+    table = np.zeros(len(trace.names) + 1, np.uint8)
+    table[[c for c, op in trace.ops.items() if is_pipeline_op(op)]] |= 1
+    table[trace.codes(TRACING)] |= 2
+    table[[c for c, op in trace.ops.items() if op.kind == "eager"]] |= 4
+    kind = table[trace.events["name"]]
+    return (kind & 1) > 0, (kind & 2) > 0, (kind & 4) > 0
 
 
 def _builds(trace: Trace, names: np.ndarray) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tftrace.analysis.sums import distinct
 from tftrace.model.events import Trace
 
 RANGED_KINDS = ("torch",)  # op kinds whose events these ranges label
@@ -28,7 +29,7 @@ def range_layers(trace: Trace, label_type) -> tuple[np.ndarray | None, list]:
     ops = np.flatnonzero(trace.named(codes))
     ranges = np.flatnonzero(trace.named(list(range_of)))
     which = np.array([range_of[c] for c in ev["name"][ranges].tolist()], np.int64)
-    for line in np.unique(ev["line"][ops]).tolist():
+    for line in distinct(ev["line"][ops]).tolist():
         mine = ranges[ev["line"][ranges] == line]
         if not len(mine):
             continue

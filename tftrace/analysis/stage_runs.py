@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tftrace.analysis.sums import distinct
 from tftrace.model.events import Trace
 from tftrace.model.names import stage_name
 
@@ -49,7 +50,7 @@ def stage_runs(trace: Trace, stages: list[str], steps: int) -> dict[str, StageRu
         span = _union(start, start + dur)
         busy = float(dur.sum())
         out[stage] = StageRuns(stage, round(len(mine) / steps, 1), busy / len(mine) / 1e6,
-                               int(len(np.unique(ev["line"][mine]))), busy / span if span else 1.0)
+                               int(len(distinct(ev["line"][mine]))), busy / span if span else 1.0)
     return out
 
 

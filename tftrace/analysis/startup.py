@@ -10,6 +10,7 @@ import numpy as np
 
 from tftrace.analysis.breakdown import Timeline
 from tftrace.analysis.overhead import ITERATOR_BUILDS
+from tftrace.analysis.sums import distinct
 from tftrace.model.events import Trace
 
 
@@ -29,7 +30,7 @@ def startup_steps(trace: Trace, tl: Timeline) -> np.ndarray:
     starts = ev["start_ps"][rows[main[ev["line"][rows]]]]
     i = np.searchsorted(tl.start, starts, side="right") - 1
     inside = (i >= 0) & (starts < (tl.start + tl.dur)[np.maximum(i, 0)])
-    built = np.unique(i[inside])
+    built = distinct(i[inside])
     if len(built) * 2 >= n:
         return np.zeros(0, np.int64)
     return built

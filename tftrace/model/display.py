@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-_HTML: dict[type, Callable[[object], str]] = {}
+_HTML: dict[str, Callable[[object], str]] = {}  # by the class's module and name
 
 
-def register_html(cls: type, render: Callable[[object], str]) -> None:
-    """`render(obj)` makes the notebook HTML of `cls`'s objects."""
+def register_html(cls: str, render: Callable[[object], str]) -> None:
+    """`render(obj)` makes the notebook HTML of the objects of `cls` ("module.Class"): named, not
+    imported, so registering loads no model the program has not used."""
     _HTML[cls] = render
 
 
@@ -18,5 +19,5 @@ class HtmlDisplay:
     renderer registered, Jupyter falls back to the plain repr)."""
 
     def _repr_html_(self) -> str | None:
-        render = _HTML.get(type(self))
+        render = _HTML.get(f"{type(self).__module__}.{type(self).__qualname__}")
         return render(self) if render is not None else None

@@ -25,7 +25,7 @@ def module_names(builder, line, name: np.ndarray, stat_names: dict, modules: dic
     XLA's threads (the Python thread that called the module runs some of its thunks itself):
     only events named like an instruction that carry their module's id are thunks there."""
     is_thunk = np.zeros(int(name.max(initial=0)) + 1, bool)
-    for code in np.unique(name).tolist():
+    for code in np.unique(name, return_counts=True)[0].tolist():  # (np.unique's plain form imports numpy.ma)
         if caller:
             is_thunk[code] = builder.op_of(code) is None and is_hlo_name(builder.name_of(code))
         else:

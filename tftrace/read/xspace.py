@@ -10,7 +10,8 @@ from google.protobuf.message import DecodeError
 from tftrace.read.build import TraceBuilder, line_role
 from tftrace.model.errors import TraceReadError
 from tftrace.model.events import LineInfo
-from tftrace.read.lines import check_times, decode_line
+from tftrace.read.lines import check_times
+from tftrace.read.line_threads import decoded_lines
 from tftrace.read.schema import XPlaneLazy, XSpaceLazy
 from tftrace.read import storage, wire
 from tftrace.read.device import device_label, device_names
@@ -29,6 +30,11 @@ _NO_STATS = frozenset({
     "EagerCopyToDevice", "KernelAndDeviceFunc::Run", "EagerKernelExecute", "ExecutorState::Process",
     "ValidateInputTypeAndPlacement", "TFE_DeleteTensorHandle",
 })
+# The thread pool's bookkeeping instants (a task queued, a region started or stopped): a third of
+# the events of a TensorFlow capture, no time and no owner of their own. Dropped as read, so no
+# analysis walks them.
+_BOOKKEEPING = frozenset({"ThreadpoolListener::Record", "ThreadpoolListener::StartRegion",
+                          "ThreadpoolListener::StopRegion"})
 # Step markers and tf.function calls are recorded on the threads that run user code, never on
 # TensorFlow's executor or tf.data threads: only these lines' stats are read.
 _MARKER_ROLES = ("python", "other")
@@ -120,17 +126,15 @@ def _read_plane(wf: WireFile, parts: list[Field], name: str, host: str, builder:
     # XLA:CPU runs some of a module's thunks on the thread that called it (Python's): on a plane
     # whose events include the executor, those lines are read for thunks too.
     runs_thunks = any(md.name == _THUNK_EXECUTOR for md in head.event_metadata.values())
-    for p in lines:
-        line = decode_line(wire.value(wf, p), clock.get("base_ns"))
+    for p, line in decoded_lines(wf, lines, clock):
         check_times(line, TIME_LIMIT_PS)
-        clock.setdefault("base_ns", line.base_ns)
         role = line_role(head.name, line.name)
         info = LineInfo(host, head.name, line.name or line.display_name, role)
         thunks = info.name.startswith(XLA_CPU_THREADS) and not info.on_device
         codes = names.op_codes if role == "device_ops" else names.thunk_codes() if thunks else names.codes
         caller = runs_thunks and not thunks and not info.on_device
         _add_line(builder, info, line, names, codes, modules, thunks, caller)
-        del line  # one line in memory at a time
+        del line  # a few lines in memory at a time (line_threads.AHEAD)
         progress(p.end)
 
 
@@ -165,6 +169,7 @@ class _PlaneNames:
         self.launch = np.zeros(n, bool)
         self.memory = np.zeros(n, bool)  # memory events: their stats are read apart (read/memory_events.py)
         self.alloc = np.zeros(n, bool)
+        self.bookkeeping = np.zeros(n, bool)
         for i, k in enumerate(self.keys.tolist()):
             md = meta[k]
             # On a device, only events on its op lines are ops; derived lines repeat their time.
@@ -176,6 +181,7 @@ class _PlaneNames:
                 self.launch[i] = md.name.startswith(LAUNCH_PREFIXES)
                 self.memory[i] = md.name in (ALLOCATION, DEALLOCATION)
                 self.alloc[i] = md.name == ALLOCATION
+                self.bookkeeping[i] = md.name in _BOOKKEEPING
         self.codes[-1] = self.op_codes[-1] = builder.intern("(unknown event)")
         # Per metadata: events parsed that carried none of the stats read here (-1: one did).
         self.misses = np.zeros(n, np.int64)
@@ -211,7 +217,14 @@ def _add_line(builder, info, line, names: "_PlaneNames", codes, modules: dict | 
         wanted = names.launch[slot] | (names.want[slot] if info.role in _MARKER_ROLES else False)
         rows = np.flatnonzero(wanted & line.has_stats & (names.misses[slot] < PROBE))
         stats = step_stats(builder, line, rows, slot[rows], names.misses, names.stat_names) if len(rows) else None
-    builder.add_line(info, name, line.start_ps, line.duration_ps, stats)
+    start, dur = line.start_ps, line.duration_ps
+    if not info.on_device:
+        drop = names.bookkeeping[slot] & (dur == 0)
+        if drop.any():
+            keep = ~drop
+            name, start, dur = name[keep], start[keep], dur[keep]
+            stats = {k: v[keep] for k, v in stats.items()} if stats else stats
+    builder.add_line(info, name, start, dur, stats)
     if not info.on_device:
         memory = np.flatnonzero(names.memory[slot])
         if len(memory):

@@ -3,20 +3,18 @@ so it leaves the notebook's styles alone (the HTML renderers are imported when f
 
 from __future__ import annotations
 
-from tftrace.model.diff_report import DiffReport
 from tftrace.model.display import register_html
-from tftrace.model.report import Report
 
 
-def _report_html(report: Report) -> str:
+def _report_html(report) -> str:
     from tftrace.render.html import render_html_fragment
     return render_html_fragment(report)
 
 
-def _diff_html(diff: DiffReport) -> str:
+def _diff_html(diff) -> str:
     from tftrace.render.html_diff import render_diff_fragment
     return render_diff_fragment(diff)
 
 
-register_html(Report, _report_html)
-register_html(DiffReport, _diff_html)
+register_html("tftrace.model.report.Report", _report_html)
+register_html("tftrace.model.diff_report.DiffReport", _diff_html)

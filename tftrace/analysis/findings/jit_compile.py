@@ -11,6 +11,7 @@ from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.findings.op_by_op import jit_calls
+from tftrace.analysis.sums import distinct
 from tftrace.model.names import jit_function
 
 _COMPILES = ("backend_compile_and_load", "backend_compile")  # JAX's own TraceMe around XLA's compile
@@ -31,8 +32,8 @@ def detect(ctx: Context) -> list[Finding]:
     # The jitted call each compile ran inside (-1: none, e.g. a compile outside steps).
     k = np.searchsorted(c_start, at, side="right") - 1
     ok = (k >= 0) & (at < c_end[np.maximum(k, 0)])
-    compiling = np.unique(k[ok])
-    steps = np.unique(ctx.inside(c_start[compiling]))
+    compiling = distinct(k[ok])
+    steps = distinct(ctx.inside(c_start[compiling]))
     steps = steps[steps >= 0]
     if len(steps) < MIN_COMPILING:
         return []
