@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 
+import numpy as np
 import pytest
 
 from conftest import BROKEN, SAMPLE_RUNS, PUBLIC, run_cli, sample, sample_file, public_traces
@@ -239,3 +240,74 @@ def test_a_plane_of_metadata_only_is_not_parsed(tmp_path, monkeypatch):
     with_metadata = analyze(str(tmp_path)).runs[0]
     assert max(parsed) < 1 << 20
     assert with_metadata.steps == analyze("sample_traces/jax_zoo/jax_compute").runs[0].steps
+
+
+def _xplane_files():
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    found = []
+    for top in ("sample_traces", os.path.join("tests", "data")):
+        for root, _dirs, files in os.walk(os.path.join(here, top)):
+            found += [os.path.join(root, f) for f in files if f.endswith(".xplane.pb")]
+    return sorted(found)
+
+
+def test_the_c_and_numpy_decoders_read_every_line_of_every_repository_trace_alike(monkeypatch):
+    """Both line decoders (read/_events.c; numpy alone where it is not built) on every XSpace in
+    the repository: the same events, times and stats flags, line by line."""
+    from google.protobuf.message import DecodeError
+
+    from tftrace.read import lines, wire
+    from tftrace.read.wire import WireError, WireFile, fields
+    assert lines._events is not None, "the C decoder is not built (pip install -e .)"
+    compared = 0
+    for path in _xplane_files():
+        with open(path, "rb") as f:
+            wf = WireFile(f, os.path.getsize(path))
+            try:
+                planes = [fd for fd in fields(wf, 0, wf.size) if fd.number == 1]
+                datas = [wire.value(wf, p) for fd in planes for p in fields(wf, fd.start, fd.end) if p.number == 3]
+            except WireError:
+                continue  # the broken public file
+        for data in datas:
+            got = {}
+            for which in ("c", "numpy"):
+                if which == "numpy":
+                    monkeypatch.setattr(lines, "_events", None)
+                try:
+                    got[which] = lines.decode_line(data, None)
+                except (WireError, DecodeError) as e:
+                    got[which] = type(e)
+                monkeypatch.undo()
+            c, numpy = got["c"], got["numpy"]
+            if isinstance(c, type) or isinstance(numpy, type):
+                assert isinstance(c, type) and isinstance(numpy, type), path
+                continue
+            assert (c.name, c.display_name, c.base_ns) == (numpy.name, numpy.display_name, numpy.base_ns), path
+            for col in ("metadata_id", "start_ps", "duration_ps", "has_stats", "tags"):
+                assert np.array_equal(getattr(c, col), getattr(numpy, col)), (path, col)
+            compared += len(c)
+    assert compared > 1_000_000
+
+
+def test_the_c_and_numpy_readers_build_the_same_trace_from_every_repository_xspace(monkeypatch):
+    """Whole files: with the C decoder, events are slotted and the thread pool's bookkeeping left
+    out as it reads, and op self times found in one pass; without it, numpy does all of it. Same
+    Trace."""
+    from tftrace.read import lines, native
+    from tftrace.read.loader import load
+    assert lines._events is not None, "the C decoder is not built (pip install -e .)"
+    for path in _xplane_files():
+        try:
+            c = load(path)
+        except TraceReadError:
+            continue
+        monkeypatch.setattr(lines, "_events", None)
+        monkeypatch.setattr(native, "events", None)  # op self times in numpy too
+        numpy = load(path)
+        monkeypatch.undo()
+        assert c.names == numpy.names and c.lines == numpy.lines and c.ops == numpy.ops, path
+        for table in ("events", "stats"):
+            a, b = getattr(c, table), getattr(numpy, table)
+            assert a.columns == b.columns, path
+            for col in a.columns:
+                assert np.array_equal(a[col], b[col]), (path, table, col)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tftrace.model.names import Op, parse_host_event
+from tftrace.read import native
 from tftrace.model.events import COLUMNS, STAT_COLUMNS, Columns, LineInfo, Trace
 
 _PYTHON_THREADS = ("python", "main", "MainThread")
@@ -140,6 +141,11 @@ def _sparse_stats(stats: dict[str, np.ndarray], n: int, offset: int) -> dict[str
 
 def _op_self_times(chunk: dict[str, np.ndarray], is_op: np.ndarray) -> np.ndarray:
     """Per event of one line: op duration minus the op time nested directly inside it."""
+    if native.events is not None:  # one pass in C, where the line's ops come in time order
+        out = np.empty(len(chunk["name"]), np.int64)
+        names = np.ascontiguousarray(chunk["name"], np.int32)
+        if native.events.self_times(names, chunk["start_ps"], chunk["dur_ps"], is_op.view(np.uint8), out):
+            return out
     self_ps = np.zeros(len(chunk["name"]), np.int64)
     idx = np.flatnonzero(is_op[chunk["name"]])
     if len(idx) == 0:

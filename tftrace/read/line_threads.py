@@ -1,5 +1,5 @@
-"""Decode a plane's lines in threads, in order: numpy's share of the decoding runs without the GIL,
-so the next lines decode while the reader files the one before."""
+"""Decode a plane's lines in threads, in order: the decoding runs without the GIL (in C, or in
+numpy's share of it), so the next lines decode while the reader files the one before."""
 
 from __future__ import annotations
 
@@ -13,34 +13,47 @@ from tftrace.read.lines import Line, decode_line
 AHEAD = 2  # lines decoding at once: temporaries of this many lines, beside the one being filed
 
 
-def decoded_lines(wf: wire.WireFile, lines: list, clock: dict):
+def decoded_lines(wf: wire.WireFile, lines: list, clock: dict, slots=None, drop=None):
     """(field, Line) for each of `lines` (XLine fields of one plane), in order. `clock` holds the
     file's time base (decode_line's `base_ns`): the first line of a file sets it, so it is
-    decoded before any other. Bytes are read here, on the caller's thread (one file handle)."""
-    rest = iter(lines)
+    decoded before any other. Bytes are read here, on the caller's thread (one file handle).
+    `slots`, `drop`: as decode_line takes them. The lines after the first are under way by the
+    time the first is yielded: the caller's work between the two overlaps their decoding."""
+    todo = iter(lines)
+    first = None
     if "base_ns" not in clock:
-        first = next(rest, None)
-        if first is None:
+        p = next(todo, None)
+        if p is None:
             return
-        line = decode_line(wire.value(wf, first), None)
-        clock["base_ns"] = line.base_ns
-        yield first, line
-        del line
+        first = (p, decode_line(wire.value(wf, p), None, slots, drop))
+        clock["base_ns"] = first[1].base_ns
     base = clock["base_ns"]
     if len(lines) < 3 or (os.cpu_count() or 1) < 2:  # nothing to overlap
-        for p in rest:
-            yield p, decode_line(wire.value(wf, p), base)
+        if first is not None:
+            yield first
+            first = None
+        for p in todo:
+            yield p, decode_line(wire.value(wf, p), base, slots, drop)
         return
     with ThreadPoolExecutor(AHEAD, thread_name_prefix="tftrace-read") as pool:
         pending: deque = deque()
-        for p in rest:
-            pending.append((p, pool.submit(decode_line, wire.value(wf, p), base)))
-            if len(pending) >= AHEAD:
-                done, future = pending.popleft()
-                yield done, future.result()
+
+        def more() -> None:
+            while len(pending) < AHEAD:
+                p = next(todo, None)
+                if p is None:
+                    return
+                pending.append((p, pool.submit(decode_line, wire.value(wf, p), base, slots, drop)))
+
+        more()
+        if first is not None:
+            yield first
+            first = None
         while pending:
-            done, future = pending.popleft()
-            yield done, future.result()
+            p, future = pending.popleft()
+            line = future.result()
+            more()
+            yield p, line
 
 
 __all__ = ["Line", "decoded_lines"]

@@ -18,6 +18,7 @@ import numpy as np
 from tftrace.read import varints
 from tftrace.read.schema import XEventLazy, XLineRaw
 from tftrace.read.wire import WireError
+from tftrace.read.native import events as _events  # None: numpy alone
 
 _EVENT_TAG = 0x22  # field 4, length-delimited
 _FIELD_TAGS = (0x08, 0x10, 0x18)  # fields 1-3 as varints, in the order writers put them
@@ -34,6 +35,7 @@ class Line(NamedTuple):
     data: bytes  # the line's bytes, for parsing single events on demand
     tags: np.ndarray  # where each event's tag is in `data`
     base_ns: int = 0  # where start_ps counts from (see decode_line)
+    slotted: bool = False  # metadata_id holds slots of the plane's metadata table, bookkeeping left out
 
     def event(self, i: int):
         """Event i as a protobuf message (its stats as serialized bytes)."""
@@ -53,10 +55,15 @@ class Line(NamedTuple):
 _RELATIVE_NS = 2 ** 62 // 1000
 
 
-def decode_line(data: bytes, base_ns: int | None = 0) -> Line:
+def decode_line(data: bytes, base_ns: int | None = 0, slots: np.ndarray | None = None,
+                drop: np.ndarray | None = None) -> Line:
     """`data`: the line's bytes. Times count from `base_ns`; None: from zero, unless this line's
     timestamp is absolute, then from it (a file's later lines take the same base: Line.base_ns).
-    Raises DecodeError or WireError on a corrupt line."""
+    `slots` (the C decoder only; see Line.slotted): per metadata id, its slot in the plane's
+    metadata table, the last entry that of an unknown id; events of a slot `drop` marks, with no
+    duration, are left out. Raises DecodeError or WireError on a corrupt line."""
+    if _events is not None:
+        return _decode_in_c(data, base_ns, slots, drop)
     raw = XLineRaw.FromString(data)
     name, display, start_ns = raw.name, raw.display_name, raw.timestamp_ns
     if base_ns is None:
@@ -83,14 +90,41 @@ def decode_line(data: bytes, base_ns: int | None = 0) -> Line:
     return Line(name, display, cols[0], cols[1], cols[2], rest, data, tags, base_ns)
 
 
+_NO_SLOTS = np.zeros(0, np.int64)
+
+
+def _decode_in_c(data: bytes, base_ns: int | None, slots, drop) -> Line:
+    """decode_line by the C decoder: one hop over the fields for the header and the event count,
+    one pass for the events, both without the GIL."""
+    slotted = slots is not None
+    try:
+        n, name_at, name_len, display_at, display_len, start_ns = _events.header(data)
+        name = data[name_at:name_at + name_len].decode()
+        display = data[display_at:display_at + display_len].decode()
+        cols = [np.empty(n, np.int64) for _ in range(3)]
+        rest, tags = np.empty(n, np.uint8), np.empty(n, np.int64)
+        table = np.ascontiguousarray(slots, np.int64) if slotted else _NO_SLOTS
+        marks = np.ascontiguousarray(drop if drop is not None else np.zeros(int(table.max(initial=0)) + 1), np.uint8)
+        kept = _events.decode(data, table, marks, *cols, rest, tags)
+    except ValueError as e:  # UnicodeDecodeError is one: a name that is not UTF-8
+        raise WireError(str(e)) from None
+    if base_ns is None:
+        base_ns = start_ns if start_ns > _RELATIVE_NS else 0
+    if kept < n:  # bookkeeping left out: the arrays' first `kept` entries
+        cols, rest, tags = [c[:kept] for c in cols], rest[:kept], tags[:kept]
+    _shift_times(cols[1], (start_ns - base_ns) * 1000)
+    return Line(name, display, cols[0], cols[1], cols[2], rest.view(bool), data, tags, base_ns, slotted)
+
+
 _INT64_MAX = 2 ** 63 - 1
 
 
 def _shift_times(start_ps: np.ndarray, shift_ps: int) -> None:
     """Offsets from the line's start to times (ps), in place, after checking that every time
     fits int64: a corrupt timestamp would otherwise raise OverflowError, or wrap silently."""
-    if len(start_ps) and not (-_INT64_MAX <= int(start_ps.min()) + shift_ps
-                              and int(start_ps.max()) + shift_ps <= _INT64_MAX):
+    if not len(start_ps):
+        return
+    if not (-_INT64_MAX <= int(start_ps.min()) + shift_ps and int(start_ps.max()) + shift_ps <= _INT64_MAX):
         raise WireError("a line's timestamp is out of range (corrupt?)")
     start_ps += shift_ps
 

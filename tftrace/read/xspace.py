@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import numpy as np
@@ -123,10 +124,13 @@ def _read_plane(wf: WireFile, parts: list[Field], name: str, host: str, builder:
     if not lines:
         return
     names = _PlaneNames(builder, head)
+    stream = decoded_lines(wf, lines, clock, names.slot_table(), names.bookkeeping)
+    first = next(stream, None)  # the next lines decode meanwhile
+    names.fill()
     # XLA:CPU runs some of a module's thunks on the thread that called it (Python's): on a plane
     # whose events include the executor, those lines are read for thunks too.
-    runs_thunks = any(md.name == _THUNK_EXECUTOR for md in head.event_metadata.values())
-    for p, line in decoded_lines(wf, lines, clock):
+    runs_thunks = _THUNK_EXECUTOR in names.names
+    for p, line in itertools.chain([first] if first is not None else [], stream):
         check_times(line, TIME_LIMIT_PS)
         role = line_role(head.name, line.name)
         info = LineInfo(host, head.name, line.name or line.display_name, role)
@@ -159,34 +163,49 @@ class _PlaneNames:
 
     def __init__(self, builder: TraceBuilder, plane):
         self.stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
-        on_device = plane.name.startswith("/device:")
+        self.on_device = plane.name.startswith("/device:")
         meta = plane.event_metadata
         self.keys = np.sort(np.fromiter(meta.keys(), np.int64, len(meta)))
+        self.names = [meta[k].name for k in self.keys.tolist()]
         n = len(self.keys) + 1
-        self.codes = np.empty(n, np.int32)
-        self.op_codes = np.empty(n, np.int32) if on_device else self.codes
-        self.want = np.zeros(n, bool)
-        self.launch = np.zeros(n, bool)
-        self.memory = np.zeros(n, bool)  # memory events: their stats are read apart (read/memory_events.py)
-        self.alloc = np.zeros(n, bool)
-        self.bookkeeping = np.zeros(n, bool)
-        for i, k in enumerate(self.keys.tolist()):
-            md = meta[k]
-            # On a device, only events on its op lines are ops; derived lines repeat their time.
-            self.codes[i] = builder.intern(md.name, plain=on_device)
-            if on_device:
-                self.op_codes[i] = builder.intern(*device_label(md, self.stat_names))
-            else:
-                self.want[i] = md.name not in _NO_STATS and builder.op_of(self.codes[i]) is None
-                self.launch[i] = md.name.startswith(LAUNCH_PREFIXES)
-                self.memory[i] = md.name in (ALLOCATION, DEALLOCATION)
-                self.alloc[i] = md.name == ALLOCATION
-                self.bookkeeping[i] = md.name in _BOOKKEEPING
-        self.codes[-1] = self.op_codes[-1] = builder.intern("(unknown event)")
+        self.bookkeeping = np.zeros(n, bool)  # the thread pool's instants, left out as read
+        if not self.on_device:
+            self.bookkeeping[:-1] = [name in _BOOKKEEPING for name in self.names]
         # Per metadata: events parsed that carried none of the stats read here (-1: one did).
         self.misses = np.zeros(n, np.int64)
         self._builder, self._meta = builder, meta
         self._thunks: np.ndarray | None = None
+
+    def fill(self) -> None:
+        """Name codes and what each kind of event needs: made while the lines decode."""
+        builder, names, on_device = self._builder, self.names, self.on_device
+        n = len(names) + 1
+        self.want, self.launch, self.memory, self.alloc = (np.zeros(n, bool) for _ in range(4))
+        if on_device:  # only events on a device's op lines are ops; derived lines repeat their time
+            codes, op_codes = [], []
+            for k, name in zip(self.keys.tolist(), names):
+                codes.append(builder.intern(name, plain=True))
+                op_codes.append(builder.intern(*device_label(self._meta[k], self.stat_names)))
+            unknown = builder.intern("(unknown event)")
+            self.codes, self.op_codes = np.array(codes + [unknown], np.int32), np.array(op_codes + [unknown], np.int32)
+            return
+        codes = [builder.intern(name) for name in names] + [builder.intern("(unknown event)")]
+        self.codes = self.op_codes = np.array(codes, np.int32)
+        self.want[:-1] = [name not in _NO_STATS and builder.op_of(code) is None for name, code in zip(names, codes)]
+        self.launch[:-1] = [name.startswith(LAUNCH_PREFIXES) for name in names]
+        # Memory events: their stats are read apart (read/memory_events.py).
+        self.memory[:-1] = [name in (ALLOCATION, DEALLOCATION) for name in names]
+        self.alloc[:-1] = [name == ALLOCATION for name in names]
+
+    def slot_table(self) -> np.ndarray | None:
+        """Per metadata id, its slot (the last entry: an unknown id's), for the C decoder to slot
+        events as it reads them; None where ids are too sparse for a table (then `_slots`)."""
+        keys = self.keys
+        if not (len(keys) and 0 <= keys[0] and keys[-1] < 4 * len(keys) + 4096):
+            return None
+        table = np.full(int(keys[-1]) + 2, len(keys), np.int64)
+        table[keys] = np.arange(len(keys))
+        return table
 
     def thunk_codes(self) -> np.ndarray:
         """Codes for XLA:CPU's threads, where an event named like an HLO instruction is that
@@ -206,7 +225,7 @@ def _add_line(builder, info, line, names: "_PlaneNames", codes, modules: dict | 
     if n == 0:
         builder.add_line(info, *(np.zeros(0, np.int64),) * 3)
         return
-    slot = _slots(names.keys, line.metadata_id)
+    slot = line.metadata_id if line.slotted else _slots(names.keys, line.metadata_id)
     name = codes[slot]
     if thunks or caller:  # XLA:CPU's thunks: each named by the module that ran it
         name = module_names(builder, line, name, names.stat_names, modules or {}, caller=caller)
@@ -218,7 +237,7 @@ def _add_line(builder, info, line, names: "_PlaneNames", codes, modules: dict | 
         rows = np.flatnonzero(wanted & line.has_stats & (names.misses[slot] < PROBE))
         stats = step_stats(builder, line, rows, slot[rows], names.misses, names.stat_names) if len(rows) else None
     start, dur = line.start_ps, line.duration_ps
-    if not info.on_device:
+    if not info.on_device and not line.slotted:  # (the C decoder left them out already)
         drop = names.bookkeeping[slot] & (dur == 0)
         if drop.any():
             keep = ~drop
