@@ -85,8 +85,8 @@ def event_classes(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     else:
         compute_line = trace.on_lines(lambda ln: ln.role not in ("data", "derived"))
     names = ev["name"]
-    is_input = input_name[names]
-    is_compute = compute_name[names]
+    is_input = input_name.take(names)  # take: twice as fast as [] with int32 codes
+    is_compute = compute_name.take(names)
     is_compute &= compute_line
     is_compute &= ~is_input
     return is_input, is_compute

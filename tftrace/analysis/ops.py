@@ -80,7 +80,7 @@ def op_table(trace: Trace, eager_label: np.ndarray | None = None, eager_labels: 
     for lo in range(0, len(ev), CHUNK):  # a batch of events at a time: temporaries stay small
         part = slice(lo, lo + CHUNK)
         names = ev["name"][part]
-        number = dense[names]
+        number = dense.take(names)
         sel = number >= 0
         where = side[ev["line"][part][sel]]
         key = number[sel] * _SIDES + where

@@ -84,7 +84,7 @@ def _kinds(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     table[[c for c, op in trace.ops.items() if is_pipeline_op(op)]] |= 1
     table[trace.codes(TRACING)] |= 2
     table[[c for c, op in trace.ops.items() if op.kind == "eager"]] |= 4
-    kind = table[trace.events["name"]]
+    kind = table.take(trace.events["name"])
     return (kind & 1) > 0, (kind & 2) > 0, (kind & 4) > 0
 
 

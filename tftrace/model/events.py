@@ -112,7 +112,27 @@ class Trace:
 
     def on_lines(self, keep) -> np.ndarray:
         """Per event: does `keep(line_info)` hold for its line? (judged once per line)"""
-        return self.on_lines_table(keep)[self.events["line"]]
+        return self.per_line(self.on_lines_table(keep))
+
+    def per_line(self, table: np.ndarray) -> np.ndarray:
+        """Per event: its line's entry of `table` (one per line)."""
+        runs = self._line_runs
+        if runs is None:
+            return table.take(self.events["line"])
+        return np.repeat(table[runs[0]], runs[1])
+
+    @cached_property
+    def _line_runs(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(line, events) of each run of one line's events, where the events come a line at a
+        time (as readers build them): a mask per line is then a repeat, not a gather per event."""
+        line = self.events["line"]
+        if len(line) == 0:
+            return None
+        starts = np.flatnonzero(line[1:] != line[:-1]) + 1
+        if len(starts) > 4 * len(self.lines) + 16:  # interleaved lines: the gather is as good
+            return None
+        bounds = np.concatenate(([0], starts, [len(line)]))
+        return line[bounds[:-1]].astype(np.int64), np.diff(bounds)
 
     def on_lines_table(self, keep) -> np.ndarray:
         """Per line (and a last False): does `keep(line_info)` hold?"""
@@ -135,4 +155,4 @@ class Trace:
         """Per event: is its name one of `codes`? (a table lookup: fast on millions of events)"""
         table = np.zeros(len(self.names) + 1, bool)
         table[np.fromiter(codes, np.int64)] = True
-        return table[self.events["name"]]
+        return table.take(self.events["name"])  # take: twice as fast as [] with int32 codes

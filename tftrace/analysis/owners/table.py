@@ -143,7 +143,7 @@ def _op_matrix(ctx, program: Program, key):
         entry = known(op.type, bool(op.source) or op.kind == "xla")
         is_callback[code] = entry is not None and entry.key in ("debug_ops", "python_op")
     ev = trace.events
-    rows = np.flatnonzero((owner[ev["name"]] >= 0) & side[ev["line"]])
+    rows = np.flatnonzero((owner.take(ev["name"]) >= 0) & trace.per_line(side))
     own = owner[ev["name"][rows]]
     label, labels = eager_layers(trace, ctx.steps.starts) if any(op.kind in LABELLED_KINDS for op in trace.ops.values()) \
         else (None, [])
@@ -156,7 +156,8 @@ def _op_matrix(ctx, program: Program, key):
         own[has] = np.asarray(relabel, np.int64)[lab[has]]
     it = np.searchsorted(tl.start, ev["start_ps"][rows], side="right") - 1
     ok = (it >= 0) & (ev["start_ps"][rows] < tl.start[-1] + tl.dur[-1])
-    it, own, rows = it[ok], own[ok], rows[ok]
+    if not ok.all():  # (most traces: every op inside the steps' span)
+        it, own, rows = it[ok], own[ok], rows[ok]
     width = len(key)
     cell = it * width + own
     names = ev["name"][rows]
@@ -206,21 +207,21 @@ def _waits(ctx, rows, it, cell, dispatched, callback, size) -> np.ndarray:
         return np.zeros(size, np.float64)
     ev = ctx.trace.events
     start = ev["start_ps"][rows]
-    end = start + ev["dur_ps"][rows]
     gap = (b_start[1:] - b_end[:-1]).astype(np.float64)  # before busy interval k + 1
     opens = _at(b_start[1:], start)  # per gap, a row opening the interval after it (-1: none)
-    handing = np.flatnonzero(callback)  # only a host callback hands the gap after it to itself
-    closes = np.full(len(gap), -1, np.int64)
-    if len(handing):
-        hit = _at(b_end[:-1], end[handing])
-        closes[hit >= 0] = handing[hit[hit >= 0]]
     gap_it = np.searchsorted(tl.start, b_start[1:], side="right") - 1
     same_step = gap_it == np.searchsorted(tl.start, b_end[:-1], side="right") - 1
-    owner = np.where(opens >= 0, np.where(dispatched[np.maximum(opens, 0)], cell[np.maximum(opens, 0)], -1), -1)
-    after = closes >= 0
-    handed = np.zeros(len(gap), bool)
-    handed[after] = callback[closes[after]] & (it[closes[after]] == gap_it[after])
-    owner = np.where(handed, cell[np.maximum(closes, 0)], owner)
+    first = np.maximum(opens, 0)
+    owner = np.where((opens >= 0) & dispatched[first], cell[first], -1)
+    handing = np.flatnonzero(callback)  # only a host callback hands the gap after it to itself
+    if len(handing):
+        closes = np.full(len(gap), -1, np.int64)
+        hit = _at(b_end[:-1], start[handing] + ev["dur_ps"][rows[handing]])
+        closes[hit >= 0] = handing[hit[hit >= 0]]
+        after = closes >= 0
+        handed = np.zeros(len(gap), bool)
+        handed[after] = callback[closes[after]] & (it[closes[after]] == gap_it[after])
+        owner = np.where(handed, cell[np.maximum(closes, 0)], owner)
     ok = (owner >= 0) & (gap_it >= 0) & same_step & (gap > 0)
     return np.bincount(owner[ok], gap[ok], minlength=size)
 
