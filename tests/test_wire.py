@@ -45,3 +45,34 @@ def test_exact_sums_keep_every_picosecond():
     values = np.array([2**52 + 1, 2**52 + 3, 7, 10**15 + 123456789, 999_999_999_999_999], np.int64)
     keys = np.array([0, 0, 1, 1, 1])
     assert exact_sums(keys, values, 2).tolist() == [2**53 + 4, 10**15 + 123456789 + 7 + 999_999_999_999_999]
+
+
+def test_the_c_walk_of_messages_matches_the_python_one_on_every_sample_xspace():
+    """wire.fields walks messages up to 8 MB in C (read/_events.c) and the HLO reader takes
+    varint fields from it (`ints`): the same fields and values as the Python walker's, down
+    every message of the repository's traces that parses as one (HLO protos included)."""
+    from tftrace.read import native
+    assert native.events is not None, "the C decoder is not built (pip install -e .)"
+    paths = FILES + [os.path.join(root, f) for root, _d, files in os.walk(os.path.join(os.path.dirname(
+        os.path.dirname(os.path.abspath(__file__))), "sample_traces")) for f in files if f.endswith(".xplane.pb")]
+    walked = 0
+    for path in sorted(set(paths)):
+        with open(path, "rb") as f:
+            wf = wire.WireFile(f, os.path.getsize(path))
+            todo = [(0, wf.size)]
+            while todo and walked < 400_000:
+                start, end = todo.pop()
+                data = wf.read(start, end - start)
+                c = native.events.fields(data, start)
+                try:
+                    py = list(wire._walk(wf, start, end))
+                except wire.WireError:
+                    assert c is None, (path, start)
+                    continue
+                assert c is not None and [wire.Field(*t) for t in c] == py, (path, start)
+                assert native.events.ints(data) == {fd.number: wf.varint(fd.start)[0] for fd in py
+                                                    if (wf.varint(fd.tag_start)[0] & 7) == 0}, (path, start)
+                walked += len(py)
+                todo += [(fd.start, fd.end) for fd in py if fd.end - fd.start > 1 and
+                         (wf.varint(fd.tag_start)[0] & 7) == 2]
+    assert walked > 100_000

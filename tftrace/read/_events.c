@@ -217,7 +217,81 @@ static PyObject *self_times(PyObject *self, PyObject *args) {
     return PyLong_FromLong(sorted);
 }
 
+/* fields(data, offset) -> [(number, tag_start, start, end)] of the message in `data`, positions
+ * plus `offset` (wire.Field's); None where the bytes are not a well-formed message (the caller's
+ * walker then says what is wrong). */
+static PyObject *fields(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    Py_ssize_t offset;
+    if (!PyArg_ParseTuple(args, "y*n", &data, &offset)) return NULL;
+    const uint8_t *bytes = (const uint8_t *)data.buf;
+    Py_ssize_t end = data.len, pos = 0;
+    PyObject *out = PyList_New(0);
+    while (out && pos < end) {
+        Py_ssize_t tag_start = pos, start;
+        uint64_t tag, value;
+        if (varint(bytes, end, &pos, &tag) || (tag >> 3) == 0) goto malformed;
+        unsigned wire = (unsigned)(tag & 7);
+        if (wire == 2) {
+            if (varint(bytes, end, &pos, &value) || value > (uint64_t)(end - pos)) goto malformed;
+            start = pos;
+            pos += (Py_ssize_t)value;
+        } else if (wire == 0 || wire == 1 || wire == 5) {
+            start = pos;
+            if (skip(bytes, end, &pos, wire)) goto malformed;
+        } else {
+            goto malformed;
+        }
+        PyObject *item = Py_BuildValue("(Knnn)", (unsigned long long)(tag >> 3), tag_start + offset, start + offset,
+                                       pos + offset);
+        if (!item || PyList_Append(out, item)) {
+            Py_XDECREF(item);
+            Py_CLEAR(out);
+            break;
+        }
+        Py_DECREF(item);
+    }
+    PyBuffer_Release(&data);
+    return out;
+malformed:
+    PyBuffer_Release(&data);
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+}
+
+/* ints(data) -> {number: value} of the message's varint fields (the last of a repeated one), or
+ * None where the bytes are not a well-formed message. */
+static PyObject *ints(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "y*", &data)) return NULL;
+    const uint8_t *bytes = (const uint8_t *)data.buf;
+    Py_ssize_t end = data.len, pos = 0;
+    PyObject *out = PyDict_New();
+    while (out && pos < end) {
+        uint64_t tag, value;
+        if (varint(bytes, end, &pos, &tag) || (tag >> 3) == 0) goto malformed;
+        unsigned wire = (unsigned)(tag & 7);
+        if (wire != 0) {
+            if (skip(bytes, end, &pos, wire)) goto malformed;
+            continue;
+        }
+        if (varint(bytes, end, &pos, &value)) goto malformed;
+        PyObject *key = PyLong_FromUnsignedLongLong(tag >> 3), *val = PyLong_FromUnsignedLongLong(value);
+        if (!key || !val || PyDict_SetItem(out, key, val)) Py_CLEAR(out);
+        Py_XDECREF(key);
+        Py_XDECREF(val);
+    }
+    PyBuffer_Release(&data);
+    return out;
+malformed:
+    PyBuffer_Release(&data);
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"ints", ints, METH_VARARGS, "A message's varint fields as {number: value}, or None."},
+    {"fields", fields, METH_VARARGS, "The fields of a message: (number, tag_start, start, end), or None."},
     {"self_times", self_times, METH_VARARGS, "Op self times of one line in time order; 0 where it is not."},
     {"header", header, METH_VARARGS, "A line's event count, name and display name (offset, length) and timestamp."},
     {"decode", decode, METH_VARARGS, "Decode a line's events into the given buffers; returns how many."},

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from tftrace.model.names import in_optimizer
+from tftrace.read import native
 from tftrace.read.wire import Field, WireFile, fields
 
 # Field numbers: xplane.proto (XPlane, XEventMetadata, XStat, XStatMetadata) and hlo.proto
@@ -194,6 +195,10 @@ class _Frames:
 
 def _ints(wf: WireFile, f: Field, numbers: tuple[int, ...]) -> list[int]:
     """The varint fields `numbers` of a small message (0 where absent)."""
+    if native.events is not None:  # in C: a module's frame index holds thousands of these
+        found = native.events.ints(wf.read(f.start, f.end - f.start))
+        if found is not None:
+            return [found.get(n, 0) for n in numbers]
     values = dict.fromkeys(numbers, 0)
     for g in fields(wf, f.start, f.end):
         if g.number in values:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import BinaryIO, Iterator, NamedTuple
 
+from tftrace.read import native
+
 _BLOCK = 1 << 16
 
 
@@ -56,8 +58,19 @@ class WireFile:
         raise WireError("a varint runs past its end")
 
 
+_SCAN_BYTES = 1 << 23  # messages up to this size are read whole and walked in C (read/_events.c)
+
+
 def fields(wf: WireFile, start: int, end: int) -> Iterator[Field]:
     """The fields of the message in [start, end), in file order."""
+    if native.events is not None and end - start <= _SCAN_BYTES:
+        found = native.events.fields(wf.read(start, end - start), start)
+        if found is not None:  # else the walk below says what is wrong
+            return map(Field._make, found)
+    return _walk(wf, start, end)
+
+
+def _walk(wf: WireFile, start: int, end: int) -> Iterator[Field]:
     pos = start
     while pos < end:
         tag_start = pos
