@@ -4,9 +4,9 @@ Dask cluster, each reading its file itself), then reduce the parts into the run'
 from __future__ import annotations
 
 import os
+import sys
+import threading
 
-from tftrace.analysis.hosts import HostView, slowest
-from tftrace.analysis.run import HostPart, analyze_trace, combine_hosts, host_part
 from tftrace.model.errors import TftraceError, TraceReadError
 from tftrace.malloc import freed_memory_kept, keep_freed_memory
 from tftrace.model.events import Trace
@@ -21,7 +21,9 @@ def analyze_run(run: Run, top: int | None, ops: str, progress=None, workers: int
     the parts reduced where the slowest host, whose steps the report shows, was mapped: that
     process kept its Trace, so it is not read twice."""
     if len(run.files) == 1:
-        return analyze_trace(load_run(run, progress), run.name, top, ops)
+        return _one_file(run, top, ops, progress)
+    from tftrace.analysis.hosts import slowest
+    from tftrace.analysis.run import HostPart
     engine = _engine(workers, client, len(run.files))
     try:
         results = engine.map(_map_host, [(run, path, engine.keeps) for path in run.files])
@@ -39,6 +41,41 @@ def analyze_run(run: Run, top: int | None, ops: str, progress=None, workers: int
         engine.close()
 
 
+def _one_file(run: Run, top: int | None, ops: str, progress) -> RunReport:
+    """A run of one file, read in a thread while this one imports the analyses on first use (the
+    reader's C part runs without the GIL: most of the reading hides behind the imports)."""
+    if "tftrace.analysis.run" in sys.modules:
+        from tftrace.analysis.run import analyze_trace
+        return analyze_trace(load_run(run, progress), run.name, top, ops)
+    loading = _Loading(run, progress)
+    from tftrace.analysis.run import analyze_trace
+    return analyze_trace(loading.result(), run.name, top, ops)
+
+
+class _Loading:
+    """load_run on a daemon thread: Ctrl-C in the waiting thread ends the command at once."""
+
+    def __init__(self, run: Run, progress):
+        self._done = threading.Event()
+        self._trace = self._error = None
+        threading.Thread(target=self._load, args=(run, progress), daemon=True, name="tftrace-load").start()
+
+    def _load(self, run: Run, progress) -> None:
+        try:
+            self._trace = load_run(run, progress)
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread, raised there
+            self._error = e
+        finally:
+            self._done.set()
+
+    def result(self) -> Trace:
+        while not self._done.wait(0.05):  # in slices: a signal reaches the waiting thread
+            pass
+        if self._error is not None:
+            raise self._error
+        return self._trace
+
+
 # In the process that maps hosts: the slowest host it has mapped, (path, Trace, view). One Trace
 # at most beside the one being mapped; emptied by the reduce.
 _kept: list[tuple[str, Trace, HostView]] = []
@@ -47,6 +84,8 @@ _kept: list[tuple[str, Trace, HostView]] = []
 def _map_host(run: Run, path: str, keep: bool) -> HostPart | str:
     """The map: one host file read and analysed into its part, or why it cannot be read; its
     Trace kept (`keep`) while it is the slowest this process has mapped."""
+    from tftrace.analysis.hosts import slowest
+    from tftrace.analysis.run import host_part
     try:
         trace = load_host(run, path)
     except TraceReadError as e:
@@ -63,6 +102,7 @@ def _reduce(run: Run, timed: str, parts: list[HostPart], problems: tuple[str, ..
     kept = [trace for path, trace, _view in _kept if path == timed]
     _kept.clear()
     trace = with_files_beside(run, kept[0]) if kept else load_host(run, timed, beside_files=True)
+    from tftrace.analysis.run import combine_hosts
     return combine_hosts(parts, lambda _host: trace, run.name, top, ops, problems)
 
 

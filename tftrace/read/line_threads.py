@@ -1,5 +1,5 @@
-"""Decode a plane's lines in threads, in order: the decoding runs without the GIL (in C, or in
-numpy's share of it), so the next lines decode while the reader files the one before."""
+"""Decode a plane's lines in threads, in order: the C decoder runs without the GIL, so the next
+lines decode while the reader files the one before."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
-from tftrace.read import wire
+from tftrace.read import native, wire
 from tftrace.read.lines import Line, decode_line
 
 AHEAD = 2  # lines decoding at once: temporaries of this many lines, beside the one being filed
@@ -28,7 +28,9 @@ def decoded_lines(wf: wire.WireFile, lines: list, clock: dict, slots=None, drop=
         first = (p, decode_line(wire.value(wf, p), None, slots, drop))
         clock["base_ns"] = first[1].base_ns
     base = clock["base_ns"]
-    if len(lines) < 3 or (os.cpu_count() or 1) < 2:  # nothing to overlap
+    # Threads where there is something to overlap, and only with the C decoder: numpy's decoding
+    # makes temporaries of several times a line, which two lines at once would double.
+    if len(lines) < 3 or (os.cpu_count() or 1) < 2 or native.events is None:
         if first is not None:
             yield first
             first = None
