@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tftrace.analysis.intervals import covered, merge, merge_rows
+from tftrace.analysis.intervals import covered, merge, merge_rows, union
 from tftrace.model.events import Columns
 
 
@@ -45,3 +45,16 @@ def test_merge_rows_matches_merge_across_lines_and_batches():
 def test_covered_counts_each_window_once():
     lo, hi = merge(np.array([0, 5, 20], np.int64), np.array([10, 12, 30], np.int64))
     assert covered(lo, hi, np.array([0, 11, 25]), np.array([5, 22, 40])).tolist() == [5, 3, 5]
+
+
+def test_union_of_two_merged_sets_is_the_merge_of_all_their_intervals():
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        sets = []
+        for n in (int(rng.integers(0, 40)), int(rng.integers(0, 400))):
+            s = rng.integers(0, 5000, n)
+            sets.append(merge(s, s + rng.integers(0, 60, n)))  # touching, nested, empty ones too
+        got = union(*sets)
+        want = merge(np.concatenate([sets[0][0], sets[1][0]]), np.concatenate([sets[0][1], sets[1][1]]))
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), trial
+        assert np.array_equal(union(sets[1], sets[0])[0], want[0])

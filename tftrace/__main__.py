@@ -1,5 +1,5 @@
 """`python -m tftrace`."""
 
-from tftrace.cli import main
+from tftrace.cli import console
 
-main()
+console()

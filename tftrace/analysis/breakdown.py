@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tftrace.analysis.device_link import DeviceWork
-from tftrace.analysis.intervals import covered, merge, merge_rows
+from tftrace.analysis.intervals import covered, merge, merge_rows, union
 from tftrace.analysis.steps import Steps
 from tftrace.model.names import H2D, Op, is_input_event
 from tftrace.model.events import Trace
@@ -107,7 +107,7 @@ def timeline(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
     is_input, is_compute = classes
     inp_merged = merge_rows(ev, is_input)
     comp_merged = merge_rows(ev, is_compute)
-    busy_merged = merge(np.concatenate([inp_merged[0], comp_merged[0]]), np.concatenate([inp_merged[1], comp_merged[1]]))
+    busy_merged = union(inp_merged, comp_merged)
     dur = end - start
     idle = np.zeros(len(start), np.int64)
     if len(start) > 1:

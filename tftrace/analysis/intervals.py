@@ -27,6 +27,20 @@ def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return _blocks(np.sort(starts, kind="stable"), np.sort(ends, kind="stable"))
 
 
+def union(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """merge() of two sets of merged intervals (each disjoint and in order): the smaller set's
+    starts and ends put into the larger's where they belong, with no sort."""
+    if not len(a[0]):
+        return b
+    if not len(b[0]):
+        return a
+    if len(a[0]) > len(b[0]):
+        a, b = b, a
+    starts = np.insert(b[0], np.searchsorted(b[0], a[0]), a[0])
+    ends = np.insert(b[1], np.searchsorted(b[1], a[1]), a[1])
+    return _blocks(starts, ends)
+
+
 def _blocks(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union's blocks from sorted starts and sorted ends (or, with starts sorted, the running
     maximum of the ends): a block closes at ends[i] when starts[i + 1] comes after it."""

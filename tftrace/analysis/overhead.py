@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tftrace.analysis.breakdown import is_pipeline_op, spans
-from tftrace.analysis.intervals import covered, merge
+from tftrace.analysis.intervals import covered, merge, union
 from tftrace.analysis.steps import STEP_FUNCTIONS, Steps
 from tftrace.analysis.sums import CHUNK
 from tftrace.model.events import Trace
@@ -54,7 +54,7 @@ def overhead(trace: Trace, steps: Steps, classes: tuple[np.ndarray, np.ndarray],
             return 0
         near = slice(np.searchsorted(busy[1], s.min(), side="right"), np.searchsorted(busy[0], e.max(), side="left"))
         b_s, b_e = busy[0][near], busy[1][near]
-        both = merge(np.concatenate([b_s, s]), np.concatenate([b_e, e]))
+        both = union((b_s, b_e), merge(s, e))
         return int(covered(*both, start, end).sum() - covered(b_s, b_e, start, end).sum())
 
     pipe, tracing, eager = _kinds(trace)

@@ -21,6 +21,6 @@ def _numpy_on_one_blas_thread() -> None:
 
 _numpy_on_one_blas_thread()
 
-from tftrace.cli.commands import app, main, run  # noqa: E402 - after numpy's import above
+from tftrace.cli.commands import app, console, main, run  # noqa: E402 - after numpy's import above
 
-__all__ = ["app", "main", "run"]
+__all__ = ["app", "console", "main", "run"]

@@ -291,3 +291,27 @@ def main() -> None:
         print("tftrace: interrupted", file=sys.stderr)
         code = 130
     sys.exit(code)
+
+
+def console() -> None:
+    """The `tftrace` program (and `python -m tftrace`): main(), then out at once. Once the output
+    is flushed and the exit handlers have run, all that is left is the interpreter taking apart
+    what the command built (30 ms after a 1M-event trace), which a finished command need not
+    wait for. main() itself keeps SystemExit for callers in a process of their own."""
+    import atexit
+    try:
+        main()
+    except SystemExit as e:
+        code = e.code
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # a reader that went away (`tftrace analyze ... | head`): nothing to tell it
+        pass
+    atexit._run_exitfuncs()
+    os._exit(code)
