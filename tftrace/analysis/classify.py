@@ -279,15 +279,16 @@ def _judge(op: Op) -> tuple[str, str, tuple[str, ...]]:
     """An op's category and phase, and its name scopes."""
     prefix, slash, leaf = op.name.rpartition("/")
     scoped = op.kind in ("tf", "device") and slash
-    # Judged by scope and type: thousands of ops share a few hundred (`adam/Pow_105`, `adam/Pow_106`).
-    # The op's own name counts only where its type says nothing (`_kernel_category`).
+    # Judged by scopes and type: ops that differ only in their own name share a judgement (the
+    # 1M-event benchmark capture: 3780 ops, 1709 judged). The op's own name counts only where its
+    # type says nothing (`_kernel_category`).
     by_name = category_of_type(op.type) == "other" and op.type not in _BY_TYPE
     return _judge_scoped(op.kind, op.type, tuple(prefix.split("/")) if scoped else (), leaf if by_name else "")
 
 
 @lru_cache(maxsize=65536)
 def _judge_scoped(kind: str, op_type: str, names: tuple[str, ...], leaf: str) -> tuple[str, str, tuple[str, ...]]:
-    op = Op(f"{'/'.join(names)}/{leaf}", op_type, kind)
+    op = Op(f"{'/'.join(names)}/{leaf}", op_type, kind)  # the name as far as the judgement reads it
     lowered = [s.lower() for s in names]
     backward = any(s in ("gradient_tape", "gradients") or s.endswith("_grad") for s in lowered) \
         or is_gradient_type(op.type) or op.kind == "torch" and is_torch_backward(op.type)

@@ -175,6 +175,12 @@ class _PlaneNames:
         self.misses = np.zeros(n, np.int64)
         self._builder, self._meta = builder, meta
         self._thunks: np.ndarray | None = None
+        self._table: np.ndarray | None = None
+        keys = self.keys
+        if len(keys) and 0 <= keys[0] and keys[-1] < 4 * len(keys) + 4096:
+            # Ids are small and dense (TensorFlow numbers them 1, 2, 3...): a table beats a search.
+            self._table = np.full(int(keys[-1]) + 2, len(keys), np.int64)
+            self._table[keys] = np.arange(len(keys))
 
     def fill(self) -> None:
         """Name codes and what each kind of event needs: made while the lines decode."""
@@ -198,14 +204,18 @@ class _PlaneNames:
         self.alloc[:-1] = [name == ALLOCATION for name in names]
 
     def slot_table(self) -> np.ndarray | None:
-        """Per metadata id, its slot (the last entry: an unknown id's), for the C decoder to slot
-        events as it reads them; None where ids are too sparse for a table (then `_slots`)."""
-        keys = self.keys
-        if not (len(keys) and 0 <= keys[0] and keys[-1] < 4 * len(keys) + 4096):
-            return None
-        table = np.full(int(keys[-1]) + 2, len(keys), np.int64)
-        table[keys] = np.arange(len(keys))
-        return table
+        """Per metadata id, its slot (the last entry: an unknown id's); None where ids are too
+        sparse for a table. The C decoder slots events with it as it reads them."""
+        return self._table
+
+    def slots(self, mid: np.ndarray) -> np.ndarray:
+        """Each event's index into the sorted metadata ids (len(keys) for an unknown id)."""
+        table, keys = self.slot_table(), self.keys
+        if table is not None:
+            return table[np.clip(mid, -1, len(table) - 1)]
+        slot = np.searchsorted(keys, mid)
+        slot[(slot >= len(keys)) | (keys[np.minimum(slot, len(keys) - 1)] != mid)] = len(keys)
+        return slot
 
     def thunk_codes(self) -> np.ndarray:
         """Codes for XLA:CPU's threads, where an event named like an HLO instruction is that
@@ -225,7 +235,7 @@ def _add_line(builder, info, line, names: "_PlaneNames", codes, modules: dict | 
     if n == 0:
         builder.add_line(info, *(np.zeros(0, np.int64),) * 3)
         return
-    slot = line.metadata_id if line.slotted else _slots(names.keys, line.metadata_id)
+    slot = line.metadata_id if line.slotted else names.slots(line.metadata_id)
     name = codes[slot]
     if thunks or caller:  # XLA:CPU's thunks: each named by the module that ran it
         name = module_names(builder, line, name, names.stat_names, modules or {}, caller=caller)
@@ -248,15 +258,3 @@ def _add_line(builder, info, line, names: "_PlaneNames", codes, modules: dict | 
         memory = np.flatnonzero(names.memory[slot])
         if len(memory):
             builder.add_memory(memory_rows(line, memory, names.alloc[slot[memory]], names.stat_names))
-
-
-def _slots(keys: np.ndarray, mid: np.ndarray) -> np.ndarray:
-    """Each event's index into the plane's sorted metadata ids (len(keys) for an unknown id)."""
-    if len(keys) and 0 <= keys[0] and keys[-1] < 4 * len(keys) + 4096:
-        # Ids are small and dense (TensorFlow numbers them 1, 2, 3...): a table beats a search.
-        table = np.full(int(keys[-1]) + 2, len(keys), np.int64)
-        table[keys] = np.arange(len(keys))
-        return table[np.clip(mid, -1, len(table) - 1)]
-    slot = np.searchsorted(keys, mid)
-    slot[(slot >= len(keys)) | (keys[np.minimum(slot, len(keys) - 1)] != mid)] = len(keys)
-    return slot
