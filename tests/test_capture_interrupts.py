@@ -21,7 +21,7 @@ import warnings
 import pytest
 
 from conftest import ROOT
-from tftrace.analysis.cut_short import window_note
+from tftrace.analysis.steps.cut_short import window_note
 
 
 # -- window_note: the line a report carries for a cut-short window (pure, no TensorFlow) ------------

@@ -9,8 +9,8 @@ import pytest
 
 import tftrace
 from conftest import BROKEN, run_cli, sample
-from tftrace.analysis.compare import op_key
-from tftrace.analysis.significance import compare_steps
+from tftrace.analysis.compare.runs import op_key
+from tftrace.analysis.compare.significance import compare_steps
 
 FLATTEN, GAP = sample("augment", "flatten"), sample("augment", "gap")
 

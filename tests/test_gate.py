@@ -9,7 +9,7 @@ import pytest
 
 import tftrace
 from conftest import run_cli, sample
-from tftrace.analysis.gate import parse_limit, speed_gate
+from tftrace.analysis.compare.gate import parse_limit, speed_gate
 from tftrace.api import analyze
 from tftrace.model.diff_report import StepTimeDelta
 from tftrace.model.errors import TftraceError

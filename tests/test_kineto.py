@@ -13,8 +13,8 @@ import pytest
 
 from conftest import PUBLIC, run_cli
 from tftrace import api
-from tftrace.analysis.device_link import link_device_work
-from tftrace.analysis.steps import find_steps
+from tftrace.analysis.steps.device_link import link_device_work
+from tftrace.analysis.steps.found import find_steps
 from tftrace.read.kineto import _ps, is_kineto
 from tftrace.read.loader import load_run
 from tftrace.read.logdir import find_runs

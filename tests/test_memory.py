@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import PUBLIC, SAMPLES
-from tftrace.analysis.allocators import allocators
+from tftrace.analysis.memory.allocators import allocators
 from tftrace.analysis.findings.registry import memory_findings
 from tftrace.api import analyze
 from tftrace.read.build import TraceBuilder

@@ -1,4 +1,4 @@
-"""The median step up close (analysis/median_step.py) and its SVG timeline in the HTML report."""
+"""The median step up close (analysis/steps/median_step.py) and its SVG timeline in the HTML report."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from conftest import sample
 from test_html import chart
-from tftrace.analysis import median_step as sv
+from tftrace.analysis.steps import median_step as sv
 from tftrace.analysis.breakdown import event_classes
 from tftrace.api import analyze
 from tftrace.render import render

@@ -45,14 +45,14 @@ def analyze_run(run: Run, top: int | None = DEFAULT_TOP, ops: str = "all", progr
 def compare(baseline: RunReport, candidate: RunReport, baseline_name: str, candidate_name: str,
             top: int | None = DIFF_TOP, notes: tuple[str, ...] = (), limit: float | None = None):
     """The DiffReport of two analysed runs; `limit` (percent) adds the speed gate's decision."""
-    from tftrace.analysis.compare import diff_runs
+    from tftrace.analysis.compare.runs import diff_runs
     return diff_runs(baseline, candidate, baseline_name, candidate_name, top, notes, limit)
 
 
 def diff(baseline: str, candidate: str, top: int | None = DIFF_TOP, fail_if_slower: float | str | None = None):
     """Compare two runs (each a logdir, run folder, trace file or saved JSON report).
     `fail_if_slower` (percent, e.g. 5 or "5%") adds the speed gate's decision (`result.gate`)."""
-    from tftrace.analysis.gate import parse_limit
+    from tftrace.analysis.compare.gate import parse_limit
     limit = parse_limit(fail_if_slower) if fail_if_slower is not None else None
     base, base_note = _side(baseline, "baseline")
     cand, cand_note = _side(candidate, "candidate")

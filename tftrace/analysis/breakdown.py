@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tftrace.analysis.device_link import DeviceWork
+from tftrace.analysis.steps.device_link import DeviceWork
 from tftrace.analysis.intervals import covered, merge, merge_rows, union
-from tftrace.analysis.steps import Steps
+from tftrace.analysis.steps.found import Steps
 from tftrace.model.names import H2D, Op, is_input_event
 from tftrace.model.events import Trace
 

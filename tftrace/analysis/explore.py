@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from tftrace.analysis.allocators import allocators
+from tftrace.analysis.memory.allocators import allocators
 from tftrace.analysis.breakdown import Timeline, event_classes, timeline
 from tftrace.analysis.eager_layers import eager_layers
 from tftrace.analysis.ops import OpEntry, OpStats, op_stats, op_table
 from tftrace.analysis.python import python_profile
 from tftrace.analysis.run import analyze_trace, steps_with_device_work
-from tftrace.analysis.steps import Steps
+from tftrace.analysis.steps.found import Steps
 from tftrace.model.errors import TftraceError
 from tftrace.model.events import Trace
 from tftrace.model.owners import OwnerRow

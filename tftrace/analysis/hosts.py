@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tftrace.analysis.breakdown import Timeline
-from tftrace.analysis.steps import Steps
+from tftrace.analysis.steps.found import Steps
 from tftrace.model.report import Breakdown, HostRow
 
 STRAGGLER_MIN = 0.05  # a host under 5% slower than the others is noise, not a straggler

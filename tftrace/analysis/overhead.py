@@ -16,7 +16,7 @@ import numpy as np
 
 from tftrace.analysis.breakdown import is_pipeline_op, spans
 from tftrace.analysis.intervals import covered, merge, union
-from tftrace.analysis.steps import STEP_FUNCTIONS, Steps
+from tftrace.analysis.steps.found import STEP_FUNCTIONS, Steps
 from tftrace.analysis.sums import CHUNK
 from tftrace.model.events import Trace
 

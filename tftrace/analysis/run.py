@@ -12,24 +12,24 @@ from tftrace.analysis.eager_layers import eager_layers
 from tftrace.analysis.confirmation import interpret, measured_verdict
 from tftrace.analysis.findings import Context, diagnose, memory_findings
 from tftrace.analysis.input import ranked_pipeline, stage_totals
-from tftrace.analysis.allocators import allocators
+from tftrace.analysis.memory.allocators import allocators
 from tftrace.analysis.ops import OpEntry, merge_tables, op_stats, op_table
 from tftrace.analysis.overhead import overhead
 from tftrace.analysis.python import python_profile
-from tftrace.analysis.device_link import DeviceWork, extend_to_cpu_modules, extend_to_device, link_device_work
+from tftrace.analysis.steps.device_link import DeviceWork, extend_to_cpu_modules, extend_to_device, link_device_work
 from tftrace.analysis.devices import device_rows
 from tftrace.analysis.hosts import HostView, host_rows, slowest
-from tftrace.analysis.mode import run_mode
-from tftrace.analysis.startup import startup_steps, steady
-from tftrace.analysis.median_step import step_view
-from tftrace.analysis.steps import STEP_FUNCTIONS, Steps, find_steps
+from tftrace.analysis.steps.mode import run_mode
+from tftrace.analysis.steps.startup import startup_steps, steady
+from tftrace.analysis.steps.median_step import step_view
+from tftrace.analysis.steps.found import STEP_FUNCTIONS, Steps, find_steps
 from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
-from tftrace.analysis.ran_ahead import ran_ahead_note
+from tftrace.analysis.steps.ran_ahead import ran_ahead_note
 from tftrace.analysis.capture_cost import capture_note
-from tftrace.analysis.cpu_pace import paced_by_module_runs
+from tftrace.analysis.steps.cpu_pace import paced_by_module_runs
 from tftrace.analysis.tracer_cost import tracer_notes
 from tftrace.analysis.verdict import HIGHLY_INPUT, paced, verdict
-from tftrace.analysis.cut_short import window_note
+from tftrace.analysis.steps.cut_short import window_note
 from tftrace.model.report import DEFAULT_TOP, Breakdown, DeviceRow, RunReport, StepRow, StepsSummary, Verdict
 from tftrace.model.events import Trace
 from tftrace.model.memory import AllocatorRow, Memory

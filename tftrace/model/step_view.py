@@ -1,5 +1,5 @@
 """The median step up close, as the report holds it: lanes of events clipped to the step, input
-waits and idle gaps (analysis/median_step.py makes it; times in ps from the step's start)."""
+waits and idle gaps (analysis/steps/median_step.py makes it; times in ps from the step's start)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from tftrace.analysis.hosts import HostView
 from tftrace.analysis.ops import OpEntry, OpStats
 from tftrace.analysis.overhead import Overhead
 from tftrace.analysis.pipeline_load import PipelineLoad
-from tftrace.analysis.steps import Steps
+from tftrace.analysis.steps.found import Steps
 from tftrace.analysis.tracer_cost import TracerCost, tracer_cost
 from tftrace.model.events import Trace
 from tftrace.model.memory import AllocatorRow

@@ -11,7 +11,7 @@ import numpy as np
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
-from tftrace.analysis.steps import outermost
+from tftrace.analysis.steps.found import outermost
 from tftrace.model.names import JIT_CALL, jit_function
 
 MIN_CALLS = 10  # jitted calls per step: fewer are a step's own call and a few helpers, not op-by-op dispatch

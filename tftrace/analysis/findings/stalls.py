@@ -12,7 +12,7 @@ from tftrace.analysis.hooks import hooks
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.overhead import ITERATOR_BUILDS
-from tftrace.analysis.ran_ahead import device_pace
+from tftrace.analysis.steps.ran_ahead import device_pace
 
 OUTLIER = 3.0  # a step this many times the median (with its gap) is a stall
 _SAVING = ("SaveV2", "MergeV2Checkpoints", "SaveSlices", "Save", "WriteFile", "ShardedFilename")

@@ -8,7 +8,7 @@ import dataclasses
 
 import numpy as np
 
-from tftrace.analysis.steps import Steps
+from tftrace.analysis.steps.found import Steps
 from tftrace.model.events import Trace
 
 AHEAD = 0.5  # host steps under this share of the module's run: the host ran ahead of it

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tftrace.analysis.ops import OpEntry
-from tftrace.analysis.steps import Steps
+from tftrace.analysis.steps.found import Steps
 from tftrace.model.events import Trace
 from tftrace.model.names import jit_function
 

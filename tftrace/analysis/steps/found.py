@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tftrace.analysis.iterations import grow_calls
+from tftrace.analysis.steps.iterations import grow_calls
 from tftrace.analysis.sums import exact_sums
 from tftrace.model.events import Trace
 from tftrace.model.names import JIT_CALL, is_input_event, jit_function

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 from tftrace.analysis.classify import LOSS_SCOPES, METRIC_SCOPES, OPTIMIZER_SCOPES, UNIQUE_SUFFIX
-from tftrace.analysis.gate import speed_gate
-from tftrace.analysis.significance import compare_steps
-from tftrace.analysis.memory_diff import memory_deltas
+from tftrace.analysis.compare.gate import speed_gate
+from tftrace.analysis.compare.significance import compare_steps
+from tftrace.analysis.compare.peaks import memory_deltas
 from tftrace.model.diff_report import DiffReport, ExperimentDelta, HostDelta, PartDelta, RowDelta, StepTime, StepTimeDelta
 from tftrace.model.report import PARTS, RunReport
 

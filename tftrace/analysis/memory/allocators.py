@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tftrace.analysis.memory_held import held_at
+from tftrace.analysis.memory.held import held_at
 from tftrace.analysis.sums import distinct
 from tftrace.model.events import Columns, Trace
 from tftrace.model.memory import AllocatorRow, MemoryPoint, StepPeak

@@ -1,0 +1,1 @@
+"""Memory per allocator, from its allocation events: the peak in use, when, and what held it."""
