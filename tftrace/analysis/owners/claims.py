@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 
+from tftrace.analysis.breakdown import is_pipeline_op
 from tftrace.analysis.hooks import hooks, label
 from tftrace.analysis.owners.key import OwnerKey
 from tftrace.model.names import CALLBACK_MARK
@@ -18,10 +19,36 @@ _HOOK_PREFIX = "on_"  # a callback's hook, seen as a Python function: the callba
 def host_claims(ctx, key, parts: dict) -> dict[str, dict[int, tuple[np.ndarray, float]]]:
     """{part: {owner column: (ps per iteration, calls per step)}} for host_overhead and idle."""
     out: dict[str, dict[int, tuple[np.ndarray, float]]] = {"host_overhead": {}, "idle": {}}
+    _pipeline_builds(ctx, key, out)
     _callbacks(ctx, key, out)
     _python(ctx, key, parts, out, hooked=bool(out["host_overhead"] or out["idle"]))
     _profiler(ctx, key, parts, out)
     return out
+
+
+def _pipeline_builds(ctx, key, out) -> None:
+    """The main thread building the input pipeline (`MakeIterator` and the ops that make datasets):
+    host time with no op of the model running, which is not the next op's dispatch. A call's
+    first step holds it (the iterator of a fit); so does a step that builds a pipeline anew."""
+    tl, trace = ctx.tl, ctx.trace
+    codes = [c for c, op in trace.ops.items() if is_pipeline_op(op)]
+    if not codes:
+        return
+    rows = np.flatnonzero(trace.named(codes) & ctx.main_thread)
+    if not len(rows):
+        return
+    ev = trace.events
+    start = ev["start_ps"][rows]
+    it = np.searchsorted(tl.start, start, side="right") - 1
+    ok = it >= 0
+    inside = ctx.inside(start) >= 0
+    n = len(tl.dur)
+    own = ev["self_ps"][rows].astype(np.float64)  # nested pipeline ops: each its own time, no double count
+    k = key(OwnerKey("input", "building the input pipeline"))
+    for part, where in (("host_overhead", inside), ("idle", ~inside)):
+        sel = ok & where
+        if sel.any():
+            out[part][k] = (np.bincount(it[sel], own[sel], minlength=n)[:n], sel.sum() / n)
 
 
 def _callbacks(ctx, key, out) -> None:
