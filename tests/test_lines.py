@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from google.protobuf.message import DecodeError
 
-from tftrace.read import lines
+from tftrace.read import native
 from tftrace.read.lines import decode_line
 from tftrace.read.schema import XSpace
 from tftrace.read.wire import WireError
@@ -16,7 +16,7 @@ from tftrace.read.wire import WireError
 @pytest.fixture(autouse=True, params=["c", "numpy"])
 def decoder(request, monkeypatch):
     if request.param == "numpy":
-        monkeypatch.setattr(lines, "_events", None)
+        monkeypatch.setattr(native, "events", None)
     return request.param
 
 

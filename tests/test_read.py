@@ -256,9 +256,9 @@ def test_the_c_and_numpy_decoders_read_every_line_of_every_repository_trace_alik
     the repository: the same events, times and stats flags, line by line."""
     from google.protobuf.message import DecodeError
 
-    from tftrace.read import lines, wire
+    from tftrace.read import lines, native, wire
     from tftrace.read.wire import WireError, WireFile, fields
-    assert lines._events is not None, "the C decoder is not built (pip install -e .)"
+    assert native.events is not None, "the C decoder is not built (pip install -e .)"
     compared = 0
     for path in _xplane_files():
         with open(path, "rb") as f:
@@ -272,7 +272,7 @@ def test_the_c_and_numpy_decoders_read_every_line_of_every_repository_trace_alik
             got = {}
             for which in ("c", "numpy"):
                 if which == "numpy":
-                    monkeypatch.setattr(lines, "_events", None)
+                    monkeypatch.setattr(native, "events", None)
                 try:
                     got[which] = lines.decode_line(data, None)
                 except (WireError, DecodeError) as e:
@@ -293,16 +293,15 @@ def test_the_c_and_numpy_readers_build_the_same_trace_from_every_repository_xspa
     """Whole files: with the C decoder, events are slotted and the thread pool's bookkeeping left
     out as it reads, and op self times found in one pass; without it, numpy does all of it. Same
     Trace."""
-    from tftrace.read import lines, native
+    from tftrace.read import native
     from tftrace.read.loader import load
-    assert lines._events is not None, "the C decoder is not built (pip install -e .)"
+    assert native.events is not None, "the C decoder is not built (pip install -e .)"
     for path in _xplane_files():
         try:
             c = load(path)
         except TraceReadError:
             continue
-        monkeypatch.setattr(lines, "_events", None)
-        monkeypatch.setattr(native, "events", None)  # op self times in numpy too
+        monkeypatch.setattr(native, "events", None)  # lines, op self times and message walks in numpy
         numpy = load(path)
         monkeypatch.undo()
         assert c.names == numpy.names and c.lines == numpy.lines and c.ops == numpy.ops, path

@@ -9,7 +9,7 @@
 #include <Python.h>
 #include <stdint.h>
 
-#define EVENT_TAG 0x22 /* XLine.events: field 4, length-delimited */
+#define EVENTS 4 /* XLine.events: a length-delimited field */
 
 /* The varint at *pos (at most 10 bytes, before end); advances *pos. 0 on success. */
 static int varint(const uint8_t *data, Py_ssize_t end, Py_ssize_t *pos, uint64_t *out) {
@@ -27,22 +27,32 @@ static int varint(const uint8_t *data, Py_ssize_t end, Py_ssize_t *pos, uint64_t
     return -1;
 }
 
-/* Past the field whose tag (already read) has this wire type; 0 on success. */
-static int skip(const uint8_t *data, Py_ssize_t end, Py_ssize_t *pos, unsigned wire) {
-    uint64_t value;
-    switch (wire) {
+/* The field at *pos, advancing *pos past it: its number and wire type, where its value starts, and
+ * the value itself (a varint's, or a length-delimited field's length). 0 on success; -1 where it
+ * runs past `end` or its wire type is not one protobuf uses. */
+static int field(const uint8_t *data, Py_ssize_t end, Py_ssize_t *pos, uint64_t *number, unsigned *wire,
+                 Py_ssize_t *start, uint64_t *value) {
+    uint64_t tag;
+    if (varint(data, end, pos, &tag)) return -1;
+    *number = tag >> 3;
+    *wire = (unsigned)(tag & 7);
+    *value = 0;
+    switch (*wire) {
     case 0:
-        return varint(data, end, pos, &value);
+        *start = *pos;
+        return varint(data, end, pos, value);
     case 1:
     case 5: {
-        Py_ssize_t size = wire == 1 ? 8 : 4;
+        Py_ssize_t size = *wire == 1 ? 8 : 4;
+        *start = *pos;
         if (end - *pos < size) return -1;
         *pos += size;
         return 0;
     }
     case 2:
-        if (varint(data, end, pos, &value) || value > (uint64_t)(end - *pos)) return -1;
-        *pos += (Py_ssize_t)value;
+        if (varint(data, end, pos, value) || *value > (uint64_t)(end - *pos)) return -1;
+        *start = *pos;
+        *pos += (Py_ssize_t)*value;
         return 0;
     default:
         return -1;
@@ -55,17 +65,17 @@ static int event(const uint8_t *data, Py_ssize_t pos, Py_ssize_t end, int64_t *m
     *mid = *offset = *duration = 0;
     *rest = 0;
     while (pos < end) {
-        uint64_t tag, value;
-        if (varint(data, end, &pos, &tag)) return -1;
-        unsigned field = (unsigned)(tag >> 3), wire = (unsigned)(tag & 7);
-        if (field >= 1 && field <= 3) {
-            if (wire != 0 || varint(data, end, &pos, &value)) return -1;
-            if (field == 1) *mid = (int64_t)value;
-            else if (field == 2) *offset = (int64_t)value;
+        uint64_t number, value;
+        unsigned wire;
+        Py_ssize_t start;
+        if (field(data, end, &pos, &number, &wire, &start, &value)) return -1;
+        if (number >= 1 && number <= 3) {
+            if (wire != 0) return -1;
+            if (number == 1) *mid = (int64_t)value;
+            else if (number == 2) *offset = (int64_t)value;
             else *duration = (int64_t)value;
         } else {
             *rest = 1;
-            if (skip(data, end, &pos, wire)) return -1;
         }
     }
     return 0;
@@ -94,17 +104,14 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     if (!bad) {
         Py_BEGIN_ALLOW_THREADS
         while (pos < end && !bad) {
-            Py_ssize_t at = pos;
-            uint64_t tag, length;
-            if (varint(bytes, end, &pos, &tag)) { bad = 1; break; }
-            if (tag != EVENT_TAG) {
-                bad = skip(bytes, end, &pos, (unsigned)(tag & 7));
-                continue;
-            }
-            if (varint(bytes, end, &pos, &length) || length > (uint64_t)(end - pos) || found >= count) { bad = 1; break; }
+            Py_ssize_t at = pos, start;
+            uint64_t number, length;
+            unsigned wire;
+            if (field(bytes, end, &pos, &number, &wire, &start, &length)) { bad = 1; break; }
+            if (number != EVENTS || wire != 2) continue;
+            if (found >= count) { bad = 1; break; }
             t[found] = at;
-            bad = event(bytes, pos, pos + (Py_ssize_t)length, &m[found], &o[found], &d[found], &r[found]);
-            pos += (Py_ssize_t)length;
+            bad = event(bytes, start, pos, &m[found], &o[found], &d[found], &r[found]);
             if (n_slots) {
                 uint64_t id = (uint64_t)m[found];
                 m[found] = table[id < (uint64_t)(n_slots - 1) ? (Py_ssize_t)id : n_slots - 1];
@@ -142,18 +149,14 @@ static PyObject *header(PyObject *self, PyObject *args) {
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
     while (pos < end) {
-        uint64_t tag, value;
-        if (varint(bytes, end, &pos, &tag)) { bad = 1; break; }
-        unsigned field = (unsigned)(tag >> 3), wire = (unsigned)(tag & 7);
-        if (wire == 2 && (field == 4 || field == 2 || field == 11)) {
-            if (varint(bytes, end, &pos, &value) || value > (uint64_t)(end - pos)) { bad = 1; break; }
-            if (field == 4) count++;
-            else if (field == 2) { name_at = pos; name_len = (Py_ssize_t)value; }
-            else { display_at = pos; display_len = (Py_ssize_t)value; }
-            pos += (Py_ssize_t)value;
-        } else if (field == 3 && wire == 0) {
-            if (varint(bytes, end, &pos, &timestamp)) { bad = 1; break; }
-        } else if (skip(bytes, end, &pos, wire)) { bad = 1; break; }
+        uint64_t number, value;
+        unsigned wire;
+        Py_ssize_t start;
+        if (field(bytes, end, &pos, &number, &wire, &start, &value)) { bad = 1; break; }
+        if (wire == 2 && number == EVENTS) count++;
+        else if (wire == 2 && number == 2) { name_at = start; name_len = (Py_ssize_t)value; }
+        else if (wire == 2 && number == 11) { display_at = start; display_len = (Py_ssize_t)value; }
+        else if (wire == 0 && number == 3) timestamp = value;
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&data);
@@ -229,20 +232,10 @@ static PyObject *fields(PyObject *self, PyObject *args) {
     PyObject *out = PyList_New(0);
     while (out && pos < end) {
         Py_ssize_t tag_start = pos, start;
-        uint64_t tag, value;
-        if (varint(bytes, end, &pos, &tag) || (tag >> 3) == 0) goto malformed;
-        unsigned wire = (unsigned)(tag & 7);
-        if (wire == 2) {
-            if (varint(bytes, end, &pos, &value) || value > (uint64_t)(end - pos)) goto malformed;
-            start = pos;
-            pos += (Py_ssize_t)value;
-        } else if (wire == 0 || wire == 1 || wire == 5) {
-            start = pos;
-            if (skip(bytes, end, &pos, wire)) goto malformed;
-        } else {
-            goto malformed;
-        }
-        PyObject *item = Py_BuildValue("(Knnn)", (unsigned long long)(tag >> 3), tag_start + offset, start + offset,
+        uint64_t number, value;
+        unsigned wire;
+        if (field(bytes, end, &pos, &number, &wire, &start, &value) || number == 0) goto malformed;
+        PyObject *item = Py_BuildValue("(Knnn)", (unsigned long long)number, tag_start + offset, start + offset,
                                        pos + offset);
         if (!item || PyList_Append(out, item)) {
             Py_XDECREF(item);
@@ -268,15 +261,12 @@ static PyObject *ints(PyObject *self, PyObject *args) {
     Py_ssize_t end = data.len, pos = 0;
     PyObject *out = PyDict_New();
     while (out && pos < end) {
-        uint64_t tag, value;
-        if (varint(bytes, end, &pos, &tag) || (tag >> 3) == 0) goto malformed;
-        unsigned wire = (unsigned)(tag & 7);
-        if (wire != 0) {
-            if (skip(bytes, end, &pos, wire)) goto malformed;
-            continue;
-        }
-        if (varint(bytes, end, &pos, &value)) goto malformed;
-        PyObject *key = PyLong_FromUnsignedLongLong(tag >> 3), *val = PyLong_FromUnsignedLongLong(value);
+        uint64_t number, value;
+        unsigned wire;
+        Py_ssize_t start;
+        if (field(bytes, end, &pos, &number, &wire, &start, &value) || number == 0) goto malformed;
+        if (wire != 0) continue;
+        PyObject *key = PyLong_FromUnsignedLongLong(number), *val = PyLong_FromUnsignedLongLong(value);
         if (!key || !val || PyDict_SetItem(out, key, val)) Py_CLEAR(out);
         Py_XDECREF(key);
         Py_XDECREF(val);

@@ -18,7 +18,7 @@ import numpy as np
 from tftrace.read import varints
 from tftrace.read.schema import XEventLazy, XLineRaw
 from tftrace.read.wire import WireError
-from tftrace.read.native import events as _events  # None: numpy alone
+from tftrace.read import native  # native.events None: numpy alone
 
 _EVENT_TAG = 0x22  # field 4, length-delimited
 _FIELD_TAGS = (0x08, 0x10, 0x18)  # fields 1-3 as varints, in the order writers put them
@@ -62,7 +62,7 @@ def decode_line(data: bytes, base_ns: int | None = 0, slots: np.ndarray | None =
     `slots` (the C decoder only; see Line.slotted): per metadata id, its slot in the plane's
     metadata table, the last entry that of an unknown id; events of a slot `drop` marks, with no
     duration, are left out. Raises DecodeError or WireError on a corrupt line."""
-    if _events is not None:
+    if native.events is not None:
         return _decode_in_c(data, base_ns, slots, drop)
     raw = XLineRaw.FromString(data)
     name, display, start_ns = raw.name, raw.display_name, raw.timestamp_ns
@@ -98,14 +98,14 @@ def _decode_in_c(data: bytes, base_ns: int | None, slots, drop) -> Line:
     one pass for the events, both without the GIL."""
     slotted = slots is not None
     try:
-        n, name_at, name_len, display_at, display_len, start_ns = _events.header(data)
+        n, name_at, name_len, display_at, display_len, start_ns = native.events.header(data)
         name = data[name_at:name_at + name_len].decode()
         display = data[display_at:display_at + display_len].decode()
         cols = [np.empty(n, np.int64) for _ in range(3)]
         rest, tags = np.empty(n, np.uint8), np.empty(n, np.int64)
         table = np.ascontiguousarray(slots, np.int64) if slotted else _NO_SLOTS
         marks = np.ascontiguousarray(drop if drop is not None else np.zeros(int(table.max(initial=0)) + 1), np.uint8)
-        kept = _events.decode(data, table, marks, *cols, rest, tags)
+        kept = native.events.decode(data, table, marks, *cols, rest, tags)
     except ValueError as e:  # UnicodeDecodeError is one: a name that is not UTF-8
         raise WireError(str(e)) from None
     if base_ns is None:
