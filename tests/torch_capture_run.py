@@ -45,6 +45,7 @@ import torch  # noqa: E402
 import tftrace  # noqa: E402
 from tftrace.capture.warn import CaptureWarning  # noqa: E402
 from capture_cut import cut_windows  # noqa: E402 - beside this script
+from capture_tiny import tiny_data, tiny_model  # noqa: E402
 
 
 def _keras():
@@ -53,18 +54,10 @@ def _keras():
 
 
 def _model(seed: int = 0):
-    keras = _keras()
-    keras.utils.set_random_seed(seed)
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu", name="hidden"),
-                              keras.layers.Dropout(0.1, name="drop"), keras.layers.Dense(1, name="out")],
-                             name="tiny")
-    model.compile("adam", "mse")
-    return model
+    return tiny_model(_keras(), seed)
 
 
-def _data(n: int = 96):
-    rng = np.random.default_rng(0)
-    return rng.random((n, 8)).astype("float32"), rng.random((n, 1)).astype("float32")
+_data = tiny_data
 
 
 def _other():
