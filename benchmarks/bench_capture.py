@@ -7,8 +7,12 @@ Each (Keras backend, model) runs in its own process. Epochs alternate between a 
 `fit` with `TraceCallback` whose only window lies in an epoch that never runs (and, on TensorFlow,
 Keras' `TensorBoard(profile_batch=...)` likewise): each epoch is timed from its begin to its end
 hook by a callback with no batch hooks, so the timing itself changes nothing, and the medians over
-the rounds are compared. Then a few fits with a real window each (the defaults: steps 2-6) are
-analysed, and the report's median step is set against the untraced step of the same process.
+the rounds are compared. Then a few fits with a default window each are analysed, and the report's
+median and mean step (with the gap after each) are set against the steady untraced step: plain fits
+timed from batch 2's begin hook to the epoch's end (a begin hook: Keras still dispatches the end hooks
+on its worker thread), just before and just after, because this machine's pace drifts by tens of
+percent from one fit to the next; and the median also against the same epoch's untraced steps after
+the window (from the second one after it, the first holding the profiler's stop).
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-MODELS = {"mlp": dict(steps=300, batch=8), "cnn": dict(steps=40, batch=32)}
+# The MLP's epoch outlasts a default window of its sub-ms steps (at most 500), leaving untraced steps after it.
+MODELS = {"mlp": dict(steps=900, batch=8), "cnn": dict(steps=60, batch=32)}
 BACKENDS = ("tensorflow", "jax")
+WARM = 2  # an epoch's first steps: a new iterator, and the first batches through it
 _BEGIN, _END = "<!-- bench_capture begin -->", "<!-- bench_capture end -->"
 
 
@@ -50,7 +56,7 @@ def _data(kind: str):
     return rng.random(shape).astype("float32"), rng.integers(0, 10, n)
 
 
-def child(backend: str, kind: str, rounds: int = 15, captures: int = 3) -> dict:
+def child(backend: str, kind: str, rounds: int = 15, captures: int = 5) -> dict:
     os.environ["KERAS_BACKEND"] = backend
     import keras
 
@@ -67,6 +73,20 @@ def child(backend: str, kind: str, rounds: int = 15, captures: int = 3) -> dict:
 
         def on_epoch_end(self, epoch, logs=None):
             self.seconds.append(time.perf_counter() - self._t)
+
+    class BatchClock(EpochClock):  # a begin hook as well: Keras still hands end hooks to its worker
+        def on_epoch_begin(self, epoch, logs=None):
+            self.begins = {}
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self.begins[batch] = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.end = time.perf_counter()  # its logs read: every step done
+
+        def after(self, step: int) -> float:
+            """Seconds per step from `step` to the epoch's end."""
+            return (self.end - self.begins[step]) / (spec["steps"] - step)
 
     model, (x, y) = _model(keras, kind), _data(kind)
     spec = MODELS[kind]
@@ -88,21 +108,45 @@ def child(backend: str, kind: str, rounds: int = 15, captures: int = 3) -> dict:
     out = {"backend": backend, "model": kind, "params": model.count_params(), "rounds": rounds,
            "untraced_ms": untraced * 1e3,
            "outside": {k: statistics.median(v) / untraced - 1 for k, v in per_step.items() if k != "plain"}}
-    reports = {"TraceCallback": []}
-    if backend == "tensorflow":
-        reports["Keras TensorBoard"] = []
+
+    def steady() -> float:
+        """A plain fit's steps from batch WARM to the epoch's end: no epoch start-up in them."""
+        clock = BatchClock()
+        model.fit(x, y, batch_size=spec["batch"], epochs=1, verbose=0, callbacks=[clock])
+        return clock.after(WARM) * 1e3
+    names = ("TraceCallback", "Keras TensorBoard") if backend == "tensorflow" else ("TraceCallback",)
+    ratios = {n: {"median": [], "mean": [], "median_after": []} for n in names}
+    arounds, afters, drift = [], [], []
     for i in range(captures):
-        for name in reports:
+        for name in names:
             log_dir = os.path.join(tmp, f"{name.replace(' ', '_')}{i}")
             cb = tftrace.TraceCallback(log_dir, evaluate_steps=None, predict_steps=None) \
                 if name == "TraceCallback" else keras.callbacks.TensorBoard(log_dir, profile_batch=(3, 7),
                                                                             write_graph=False)
-            model.fit(x, y, batch_size=spec["batch"], epochs=1, verbose=0, callbacks=[cb])
-            run = analyze(log_dir).to_dict()["runs"][0]
-            reports[name].append(run["steps"]["median_ms"] / (untraced * 1e3))
-    out["report_ratio"] = reports
+            before, clock = steady(), BatchClock()
+            model.fit(x, y, batch_size=spec["batch"], epochs=1, verbose=0, callbacks=[clock, cb])
+            later = steady()
+            around = (before + later) / 2  # this machine's pace drifts by tens of percent between fits
+            drift.append(abs(later - before) / around)
+            # The same epoch's untraced steps from the second after the window (the first holds the stop).
+            last = _sidecar_steps(cb.runs[0])[-1] if name == "TraceCallback" else 7
+            after = clock.after(last + 2) * 1e3
+            steps = analyze(log_dir).to_dict()["runs"][0]["steps"]
+            wall = [row["dur_ms"] + row.get("idle_ms", 0.0) for row in steps["steps"]]  # a step and its gap
+            ratios[name]["median"].append(steps["median_ms"] / around)
+            ratios[name]["mean"].append(statistics.mean(wall) / around)
+            ratios[name]["median_after"].append(steps["median_ms"] / after)
+            arounds.append(around)
+            afters.append(after)
+    out.update(steady_ms=statistics.median(arounds), after_ms=statistics.median(afters), ratios=ratios,
+               drift=max(drift))
     out["hooks_us"] = _hook_cost(keras, model, tftrace.TraceCallback(tmp, **never))
     return out
+
+
+def _sidecar_steps(run_dir: str) -> list:
+    with open(os.path.join(run_dir, "tftrace_run.json")) as f:
+        return json.load(f)["steps"]
 
 
 def _hook_cost(keras, model, cb, n: int = 20_000, rounds: int = 7) -> float:
@@ -142,20 +186,24 @@ def _run_child(backend: str, kind: str) -> dict:
 
 
 def _table(results: list[dict]) -> str:
-    rows = ["| backend | model | params | untraced step ms | steps outside windows: TraceCallback | "
-            "its hooks per batch | Keras TensorBoard(profile_batch) | report's median step / untraced (each capture) |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = ["| backend | model | params | untraced step ms: epoch; steady; after the window | steps outside "
+            "windows: TraceCallback | its hooks per batch | Keras TensorBoard(profile_batch) | report's median "
+            "step / steady (each capture) | report's mean step / steady | report's median / after the window | "
+            "steady before vs after, at most |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         tb = r["outside"].get("Keras TensorBoard")
-        ratios = r["report_ratio"]
-        text = "TraceCallback " + ", ".join(f"{x:.2f}x" for x in ratios["TraceCallback"])
-        if "Keras TensorBoard" in ratios:
-            text += "; Keras TensorBoard " + ", ".join(f"{x:.2f}x" for x in ratios["Keras TensorBoard"])
-        rows.append(f"| {r['backend']} | {r['model']} | {r['params']:,} | {r['untraced_ms']:.3f} | "
-                    f"{100 * r['outside']['TraceCallback']:+.2f}% | "
+        rows.append(f"| {r['backend']} | {r['model']} | {r['params']:,} | {r['untraced_ms']:.3f}; "
+                    f"{r['steady_ms']:.3f}; {r['after_ms']:.3f} | {100 * r['outside']['TraceCallback']:+.2f}% | "
                     f"{r['hooks_us']:.2f} us ({100 * r['hooks_us'] / 1e3 / r['untraced_ms']:.2f}%) | "
-                    f"{'-' if tb is None else f'{100 * tb:+.2f}%'} | {text} |")
+                    f"{'-' if tb is None else f'{100 * tb:+.2f}%'} | "
+                    + " | ".join(_ratios(r["ratios"], k) for k in ("median", "mean", "median_after"))
+                    + f" | {100 * r['drift']:.0f}% |")
     return "\n".join(rows)
+
+
+def _ratios(by_capture: dict, key: str) -> str:
+    return "; ".join(f"{name} " + ", ".join(f"{x:.2f}x" for x in got[key]) for name, got in by_capture.items())
 
 
 def main() -> None:
@@ -177,8 +225,11 @@ def main() -> None:
         "only); steps outside windows: the same with the callback whose window never opens; its hooks per "
         "batch: a CallbackList's batch hooks called in a tight loop with and without it (the figure the "
         "epochs' noise hides); report's "
-        "median step: `tftrace analyze` on a fit with a default window (steps 2-6; Keras' TensorBoard: "
-        "profile_batch=(3, 7)), over the untraced step of the same process.", "", table, "", _END])
+        "median and mean step: `tftrace analyze` on a fit with a default window (from step 2, at least 5 "
+        "steps and 100 ms; Keras' TensorBoard: profile_batch=(3, 7)), over the steady untraced step (batch 2 "
+        "to the epoch's end) of the plain fits just before and after it, and over the same epoch's untraced "
+        "steps after the window; the last column: how far apart the two plain fits around a capture ran "
+        "(this machine's noise at that moment).", "", table, "", _END])
     path = os.path.join(ROOT, "benchmarks", "RESULTS.md")
     with open(path) as f:
         text = f.read()

@@ -4,7 +4,8 @@ with TensorFlow made unimportable (a finder first on sys.meta_path refuses it).
     python tests/jax_capture_run.py OUT_DIR [PART ...]
 
 Writes OUT_DIR/<part>/logs (the runs) and OUT_DIR/results.json (what each part saw: weights equal,
-warnings, experiments, errors). Parts: fit, plain, predict, data, loop, tracer_off, ahead, cut, cycles, all by default.
+warnings, experiments, errors). Parts: fit, plain, predict, data, loop, tracer_off, ahead, confirm_ahead, cut, cycles, all by
+default.
 """
 
 from __future__ import annotations
@@ -188,6 +189,34 @@ def part_ahead(out: str) -> dict:
     return {"runs": runs, "untraced_ms": untraced}
 
 
+def part_confirm_ahead(out: str) -> dict:
+    """confirm=True on a Keras fit whose steps take milliseconds on XLA:CPU while their dispatch
+    takes a fraction of one: the host runs ahead, and the untraced step must still be the device's.
+    Also each epoch's steps, timed untraced by epoch (no hooks of ours)."""
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((768,)), keras.layers.Dense(768, activation="tanh"),
+                              keras.layers.Dense(768, activation="tanh"), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    rng = np.random.default_rng(0)
+    x, y = rng.random((16 * 256, 768), dtype=np.float32), rng.random((16 * 256, 1), dtype=np.float32)
+
+    class Epochs(keras.callbacks.Callback):
+        seconds: list = []
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self._t = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            float(logs["loss"])  # its work done
+            self.seconds.append(time.perf_counter() - self._t)
+    epochs = Epochs()
+    model.fit(x, y, batch_size=256, epochs=3, verbose=0, callbacks=[epochs])
+    cb = tftrace.TraceCallback(os.path.join(out, "logs"), evaluate_steps=None, predict_steps=None, confirm=True)
+    model.fit(x, y, batch_size=256, epochs=1, verbose=0, callbacks=[cb])
+    return {"runs": cb.runs, "experiments": [e.to_dict() for e in cb.experiments],
+            "epoch_ms": min(epochs.seconds[1:]) / 16 * 1e3}
+
+
 def part_cut(out: str) -> dict:
     """An exception and a Ctrl-C inside fit windows: each window is kept, marked cut short."""
     return cut_windows(keras, _model, _data, out)
@@ -225,7 +254,8 @@ def part_cycles(out: str, cycles: int = 20) -> dict:
 
 
 PARTS = {"fit": part_fit, "plain": part_plain, "predict": part_predict, "data": part_data, "loop": part_loop,
-         "tracer_off": part_tracer_off, "ahead": part_ahead, "cut": part_cut, "cycles": part_cycles}
+         "tracer_off": part_tracer_off, "ahead": part_ahead, "confirm_ahead": part_confirm_ahead, "cut": part_cut,
+         "cycles": part_cycles}
 
 
 def main(out: str, parts: list[str]) -> None:

@@ -390,6 +390,26 @@ def test_the_step_clock_leaves_out_warm_up_and_the_traced_steps_and_those_around
     assert StepClock().median_ms() is None
 
 
+def test_where_the_host_runs_ahead_the_step_clock_times_runs_that_end_with_the_work_done():
+    """JAX: each batch begins once its step is dispatched, so a gap times the dispatch; a run of
+    untraced batches up to the epoch's end (its work waited for) times the device's steps."""
+    from tftrace.capture.timing import StepClock
+    clock = StepClock(ahead=True)
+    for batch in range(12):
+        clock.tick(batch, traced=2 <= batch <= 6)  # batches 0-1 warm-up, 2-6 the window
+    time.sleep(0.05)  # the device still running the dispatched steps 7-11
+    clock.end()
+    (ms, steps), = clock.spans
+    assert steps == 5 and clock.count == 5 and clock.median_ms() == pytest.approx(ms / 5) and clock.median_ms() >= 10
+    assert statistics.median(clock.gaps) < 1  # the dispatches: what the gaps alone would have said
+    clock.new_epoch()
+    for batch in range(12):  # a run into a window ends where the host is: left out
+        clock.tick(batch, traced=batch >= 8)
+    clock.end()
+    assert len(clock.spans) == 1
+    assert StepClock(ahead=True).median_ms() is None
+
+
 def test_a_malformed_experiment_file_is_left_out_with_a_note(copy_of):
     from conftest import sample
     logdir = copy_of(sample("augment", "flatten"))

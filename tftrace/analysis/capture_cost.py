@@ -12,7 +12,9 @@ def capture_note(sidecar: dict, python_samples: dict | None, steps: int) -> tupl
     parts = []
     if isinstance(cost, dict):
         if _ms(cost.get("start_ms")):
-            parts.append(f"starting the profiler {_ms(cost['start_ms'])}")
+            drain = _ms(cost.get("start_drain_ms"))
+            parts.append(f"starting the profiler {_ms(cost['start_ms'])}"
+                         + (f" (of it {drain} waiting for work already dispatched)" if drain else ""))
         if _ms(cost.get("stop_ms")):
             drain = _ms(cost.get("drain_ms"))
             parts.append(f"stopping it {_ms(cost['stop_ms'])}"

@@ -18,6 +18,7 @@ from tftrace.capture.window import Window
 from tftrace.capture.sidecar import describe
 from tftrace.capture.timing import StepClock
 
+MAX_WINDOW_STEPS = 500
 _MODES = {"train": "fit", "test": "evaluate", "predict": "predict"}
 # The model attribute each mode's step runs through: guarded while a mode runs (see _begin_mode).
 _STEP_FUNCTIONS = {mode: STEP_FUNCTIONS[call] for mode, call in _MODES.items()}
@@ -50,7 +51,11 @@ class TraceCallback(keras.callbacks.Callback):
         evaluate_steps, predict_steps: the same for evaluate and predict calls (and the
             validation pass of fit); default: a window in the first call.
         warmup: steps skipped before a default window (they hold tracing and compilation).
-        window: steps in a default window.
+        window: steps in a default window, at least.
+        min_window_ms: a default window goes on past its `window` steps until it has lasted this
+            long (at most 500 steps, and never past its epoch or call): the steps right after
+            the profiler starts run slower, and five steps of a sub-millisecond model are a few
+            milliseconds, so their median would be the profiler's start-up, not the model.
         host_tracer_level, python_tracer_level, device_tracer_level: the profiler's levels.
             (TensorFlow 2.21 ignores levels passed from Python: it logs "host_tracer_level
             expects an i value" and profiles at its defaults; they are passed on regardless.
@@ -77,7 +82,8 @@ class TraceCallback(keras.callbacks.Callback):
     def __init__(self, log_dir: str, fit_steps=True, epochs=(0,), evaluate_steps=True, predict_steps=True,
                  warmup: int = 2, window: int = 5, host_tracer_level: int = 2, python_tracer_level: int = 0,
                  device_tracer_level: int = 1, max_windows: int = 8, python: bool | float | str = "auto",
-                 server_port: int | None = None, confirm: bool = False, python_tracer: bool | None = None):
+                 server_port: int | None = None, confirm: bool = False, python_tracer: bool | None = None,
+                 min_window_ms: float = 100.0):
         super().__init__()
         self.python_tracer = python_tracer
         # The profiler follows Keras' backend; one Keras has no profiler of ours (torch, numpy).
@@ -97,6 +103,7 @@ class TraceCallback(keras.callbacks.Callback):
         self.epochs = None if epochs is None else set(epochs)
         self._specs = {"train": fit_steps, "test": evaluate_steps, "predict": predict_steps}
         self._warmup, self._window_len = warmup, window
+        self._min_window_s = min_window_ms / 1e3
         self._levels = dict(host_tracer_level=host_tracer_level, python_tracer_level=python_tracer_level,
                             device_tracer_level=device_tracer_level)
         self.max_windows = max_windows
@@ -135,11 +142,11 @@ class TraceCallback(keras.callbacks.Callback):
         if not (mode == "test" and self._modes == ["train"]):
             self._begin_call()  # outermost: fit, or evaluate/predict on their own
         self._modes.append(mode)
-        window = Window(self._specs[mode], self._window_len, self._warmup)
+        window = Window(self._specs[mode], self._window_len, self._warmup, self._min_window_s, MAX_WINDOW_STEPS)
         if window.default:  # a window the user chose is theirs; a default one adapts to short calls
             window.fit_to(self._total_steps(mode))
         self._windows[mode] = window
-        self._clocks[mode] = StepClock()
+        self._clocks[mode] = StepClock(ahead=self._pacer.on)
         self._guards.wrap(self._keras_model, _STEP_FUNCTIONS[mode])
 
     def _begin_call(self) -> None:
@@ -242,7 +249,12 @@ class TraceCallback(keras.callbacks.Callback):
     def _batch_end(self, mode: str, batch: int, completed: bool = True) -> None:
         self._unmark(completed=completed)
         if self._session is not None and self._session.label.startswith(_MODES[mode]):
-            if batch >= self._windows[mode].last:
+            w = self._windows[mode]
+            if batch < w.last:
+                return
+            if w.go_on(time.perf_counter() - self._opened_at):
+                self._session.planned = w.planned(self._steps_per_execution())
+            else:
                 self._close(mode)
 
     def _open(self, mode: str) -> None:
@@ -431,6 +443,7 @@ class TraceCallback(keras.callbacks.Callback):
         self._own_end("train", batch)
 
     def on_epoch_end(self, epoch, logs=None):
+        self._end_clock("train")
         if self._session is not None and self._session.label.startswith("fit"):
             short = self._windows["train"].default and self._session.steps
             self._close("train", *(() if short else ("the epoch ended inside the fit window", "epoch end")))
@@ -450,6 +463,7 @@ class TraceCallback(keras.callbacks.Callback):
         self._own_end("test", batch)
 
     def on_test_end(self, logs=None):
+        self._end_clock("test")
         self._end_mode("test")
         if not self._in_fit:  # fit's validation pass: fit's own experiment covers the call
             self._confirm("test")
@@ -464,10 +478,24 @@ class TraceCallback(keras.callbacks.Callback):
         self._own_end("predict", batch)
 
     def on_predict_end(self, logs=None):
+        self._end_clock("predict")
         self._end_mode("predict")
         self._confirm("predict")
 
     # -- confirm=True: the experiment after the call's window ---------------------------------
+    def _end_clock(self, mode: str) -> None:
+        """The untraced steps up to an epoch's or call's end, once its work is done (on JAX waited
+        for here: the host may be steps ahead; only with `confirm`, whose clock this is)."""
+        clock = self._clocks.get(mode)
+        if not self.confirm or clock is None:
+            return
+        try:
+            self._pacer.settle()
+        except Exception:  # nothing to wait for, or not now: the gaps alone are kept
+            clock.new_epoch()
+            return
+        clock.end()
+
     def _confirm(self, mode: str) -> None:
         captured = self._captured.pop(mode, None)
         if not self.confirm or captured is None or self.model is None:
@@ -482,7 +510,7 @@ class TraceCallback(keras.callbacks.Callback):
             _warn(f"the confirm experiment after {call} failed ({raw['error']}); the trace is kept")
         clock = self._clocks.get(mode)
         if clock is not None:  # the call's own steps outside the window: the step the profiler did not slow
-            raw.update(untraced_ms=clock.median_ms(), untraced_steps=len(clock.gaps))
+            raw.update(untraced_ms=clock.median_ms(), untraced_steps=clock.count)
         try:
             experiment.save(run_dir, raw)
         except OSError as e:

@@ -31,6 +31,14 @@ class Pacer:
     def clear(self) -> None:
         self._held = None
 
+    def settle(self) -> None:
+        """Wait for all the work dispatched so far: once, as a call or epoch ends, where `confirm`'s
+        clock times the steps outside the window up to there (Keras itself reads the logs then)."""
+        if self._on:
+            import jax
+            from tftrace.capture.backend import drain
+            drain(jax)
+
 
 def _wait(logs) -> None:
     # Each array waited on here, not through jax.block_until_ready: the stack sampler then finds

@@ -99,7 +99,8 @@ class ProfilerSession:
         self.planned: int | None = None
         self.sidecar: dict = {}
         # The capture's own time outside the steps (ms): starting the profiler, and stopping it
-        # (on JAX first waiting for the work already dispatched: `drain_ms`), saved in the sidecar.
+        # (on JAX each first waiting for the work already dispatched: `start_drain_ms`, `drain_ms`),
+        # saved in the sidecar.
         self.cost: dict = {}
         # Run first thing when the window stops, whoever stops it: a window abandoned where no guard
         # saw the exception is stopped by the next capture or at exit, and its opener undoes its part.
@@ -132,6 +133,9 @@ class ProfilerSession:
                   f"the {self.label} window is skipped")
             return False
         self.cost["start_ms"] = round((time.perf_counter() - began) * 1e3, 3)
+        drained = getattr(self.profiler, "start_drained_s", None)
+        if drained is not None:
+            self.cost["start_drain_ms"] = round(drained * 1e3, 3)
         self.active, _open, _open_alive = True, self, alive
         _close_at_exit_once()
         self._start_sampler()

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 
 class Window:
-    """Steps [first, last] of one mode (in chosen epochs, for fit) to profile."""
+    """Steps [first, last] of one mode (in chosen epochs, for fit) to profile. A default window of
+    short steps goes on past its `default_len` steps until it has lasted `min_s` seconds (at most
+    `max_steps` steps, and half the call)."""
 
-    def __init__(self, spec, default_len: int, warmup: int):
+    def __init__(self, spec, default_len: int, warmup: int, min_s: float = 0.0, max_steps: int = 0):
         self.default = spec is True or spec == "auto"
+        self.min_s, self.max_steps = (min_s, max(max_steps, default_len)) if self.default else (0.0, 0)
+        self._total: int | None = None  # steps the call runs, when known
         self.reached = False
         if spec is None or spec is False:
             self.first = self.last = None
@@ -17,6 +21,17 @@ class Window:
             self.first, self.last = warmup, warmup + spec - 1
         else:
             self.first, self.last = int(spec[0]), int(spec[1])
+
+    def go_on(self, elapsed_s: float) -> bool:
+        """At the window's last step, `elapsed_s` into it: whether it takes one step more."""
+        if elapsed_s >= self.min_s or self.last - self.first + 1 >= self.max_steps:
+            return False
+        # Of a call of known length, at most half (the rest runs at full speed, and `confirm` compares
+        # the window with those steps), and never its last batch (often partial: a retrace).
+        if self._total and (self.last + 2 - self.first > self._total // 2 or self.last + 2 >= self._total):
+            return False
+        self.last += 1
+        return True
 
     @property
     def enabled(self) -> bool:
@@ -29,6 +44,7 @@ class Window:
 
     def fit_to(self, total: int | None) -> None:
         """A short run still gets a window: pull it back inside the steps that will run."""
+        self._total = total
         if not self.enabled or not total or self.first < total:
             return
         span = self.last - self.first
