@@ -56,7 +56,7 @@ def _data(kind: str):
     return rng.random(shape).astype("float32"), rng.integers(0, 10, n)
 
 
-def child(backend: str, kind: str, rounds: int = 15, captures: int = 5) -> dict:
+def child(backend: str, kind: str, rounds: int = 15, captures: int = 7) -> dict:
     os.environ["KERAS_BACKEND"] = backend
     import keras
 
@@ -115,8 +115,8 @@ def child(backend: str, kind: str, rounds: int = 15, captures: int = 5) -> dict:
         model.fit(x, y, batch_size=spec["batch"], epochs=1, verbose=0, callbacks=[clock])
         return clock.after(WARM) * 1e3
     names = ("TraceCallback", "Keras TensorBoard") if backend == "tensorflow" else ("TraceCallback",)
-    ratios = {n: {"median": [], "mean": [], "median_after": []} for n in names}
-    arounds, afters, drift = [], [], []
+    ratios = {n: {"median": [], "mean": [], "median_after": [], "drift": []} for n in names}
+    arounds, afters = [], []
     for i in range(captures):
         for name in names:
             log_dir = os.path.join(tmp, f"{name.replace(' ', '_')}{i}")
@@ -127,7 +127,7 @@ def child(backend: str, kind: str, rounds: int = 15, captures: int = 5) -> dict:
             model.fit(x, y, batch_size=spec["batch"], epochs=1, verbose=0, callbacks=[clock, cb])
             later = steady()
             around = (before + later) / 2  # this machine's pace drifts by tens of percent between fits
-            drift.append(abs(later - before) / around)
+            ratios[name]["drift"].append(abs(later - before) / around)
             # The same epoch's untraced steps from the second after the window (the first holds the stop).
             last = _sidecar_steps(cb.runs[0])[-1] if name == "TraceCallback" else 7
             after = clock.after(last + 2) * 1e3
@@ -138,8 +138,7 @@ def child(backend: str, kind: str, rounds: int = 15, captures: int = 5) -> dict:
             ratios[name]["median_after"].append(steps["median_ms"] / after)
             arounds.append(around)
             afters.append(after)
-    out.update(steady_ms=statistics.median(arounds), after_ms=statistics.median(afters), ratios=ratios,
-               drift=max(drift))
+    out.update(steady_ms=statistics.median(arounds), after_ms=statistics.median(afters), ratios=ratios)
     out["hooks_us"] = _hook_cost(keras, model, tftrace.TraceCallback(tmp, **never))
     return out
 
@@ -188,22 +187,24 @@ def _run_child(backend: str, kind: str) -> dict:
 def _table(results: list[dict]) -> str:
     rows = ["| backend | model | params | untraced step ms: epoch; steady; after the window | steps outside "
             "windows: TraceCallback | its hooks per batch | Keras TensorBoard(profile_batch) | report's median "
-            "step / steady (each capture) | report's mean step / steady | report's median / after the window | "
-            "steady before vs after, at most |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "step / steady, each capture (how far the plain fits either side drifted apart) | report's mean step "
+            "/ steady | report's median / after the window |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         tb = r["outside"].get("Keras TensorBoard")
         rows.append(f"| {r['backend']} | {r['model']} | {r['params']:,} | {r['untraced_ms']:.3f}; "
                     f"{r['steady_ms']:.3f}; {r['after_ms']:.3f} | {100 * r['outside']['TraceCallback']:+.2f}% | "
                     f"{r['hooks_us']:.2f} us ({100 * r['hooks_us'] / 1e3 / r['untraced_ms']:.2f}%) | "
                     f"{'-' if tb is None else f'{100 * tb:+.2f}%'} | "
-                    + " | ".join(_ratios(r["ratios"], k) for k in ("median", "mean", "median_after"))
-                    + f" | {100 * r['drift']:.0f}% |")
+                    + " | ".join(_ratios(r["ratios"], k) for k in ("median", "mean", "median_after")) + " |")
     return "\n".join(rows)
 
 
 def _ratios(by_capture: dict, key: str) -> str:
-    return "; ".join(f"{name} " + ", ".join(f"{x:.2f}x" for x in got[key]) for name, got in by_capture.items())
+    def one(got: dict, i: int) -> str:
+        return f"{got[key][i]:.2f}x" + (f" ({100 * got['drift'][i]:.0f}%)" if key == "median" else "")
+    return "; ".join(f"{name} " + ", ".join(one(got, i) for i in range(len(got[key])))
+                     for name, got in by_capture.items())
 
 
 def main() -> None:
@@ -228,8 +229,8 @@ def main() -> None:
         "median and mean step: `tftrace analyze` on a fit with a default window (from step 2, at least 5 "
         "steps and 100 ms; Keras' TensorBoard: profile_batch=(3, 7)), over the steady untraced step (batch 2 "
         "to the epoch's end) of the plain fits just before and after it, and over the same epoch's untraced "
-        "steps after the window; the last column: how far apart the two plain fits around a capture ran "
-        "(this machine's noise at that moment).", "", table, "", _END])
+        "steps after the window. In brackets: how far apart the two plain fits around that capture ran, "
+        "this machine's own noise at the moment.", "", table, "", _END])
     path = os.path.join(ROOT, "benchmarks", "RESULTS.md")
     with open(path) as f:
         text = f.read()

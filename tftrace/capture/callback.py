@@ -18,7 +18,7 @@ from tftrace.capture.window import Window
 from tftrace.capture.sidecar import describe
 from tftrace.capture.timing import StepClock
 
-MAX_WINDOW_STEPS = 500
+MAX_WINDOW_STEPS = 500  # a default window of sub-ms steps: enough for a median, a trace still small
 _MODES = {"train": "fit", "test": "evaluate", "predict": "predict"}
 # The model attribute each mode's step runs through: guarded while a mode runs (see _begin_mode).
 _STEP_FUNCTIONS = {mode: STEP_FUNCTIONS[call] for mode, call in _MODES.items()}
@@ -53,9 +53,9 @@ class TraceCallback(keras.callbacks.Callback):
         warmup: steps skipped before a default window (they hold tracing and compilation).
         window: steps in a default window, at least.
         min_window_ms: a default window goes on past its `window` steps until it has lasted this
-            long (at most 500 steps, and never past its epoch or call): the steps right after
-            the profiler starts run slower, and five steps of a sub-millisecond model are a few
-            milliseconds, so their median would be the profiler's start-up, not the model.
+            long (at most 500 steps and half a call of known length, never its last batch): the
+            steps right after the profiler starts run slower, and five steps of a sub-millisecond
+            model last a few milliseconds, so their median timed the profiler's start-up.
         host_tracer_level, python_tracer_level, device_tracer_level: the profiler's levels.
             (TensorFlow 2.21 ignores levels passed from Python: it logs "host_tracer_level
             expects an i value" and profiles at its defaults; they are passed on regardless.

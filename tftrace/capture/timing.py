@@ -113,12 +113,12 @@ class StepClock:
             self._run = (batch, now)
         self._last = (batch, now, traced)
 
-    def end(self, last_batch: int | None = None) -> None:
+    def end(self) -> None:
         """The epoch or call has ended and its work is done (the caller waited for it): the
-        untraced run up to here is timed, through `last_batch` (default: the last one ticked)."""
+        untraced run up to here is timed, through the last batch ticked."""
         if self._run is not None and self._last is not None and not self._last[2]:
             first, began = self._run
-            steps = (self._last[0] if last_batch is None else last_batch) - first + 1
+            steps = self._last[0] - first + 1
             if steps > 0:
                 self.spans.append(((time.perf_counter() - began) * 1e3, steps))
         self._last = self._run = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 class Window:
     """Steps [first, last] of one mode (in chosen epochs, for fit) to profile. A default window of
     short steps goes on past its `default_len` steps until it has lasted `min_s` seconds (at most
-    `max_steps` steps, and half the call)."""
+    `max_steps` steps, and half a call of known length)."""
 
     def __init__(self, spec, default_len: int, warmup: int, min_s: float = 0.0, max_steps: int = 0):
         self.default = spec is True or spec == "auto"
@@ -26,9 +26,10 @@ class Window:
         """At the window's last step, `elapsed_s` into it: whether it takes one step more."""
         if elapsed_s >= self.min_s or self.last - self.first + 1 >= self.max_steps:
             return False
-        # Of a call of known length, at most half (the rest runs at full speed, and `confirm` compares
-        # the window with those steps), and never its last batch (often partial: a retrace).
-        if self._total and (self.last + 2 - self.first > self._total // 2 or self.last + 2 >= self._total):
+        # At most half the call (the rest runs at full speed, and `confirm` compares the window with
+        # those steps), and never its last batch (often partial: a retrace). Of a call whose length
+        # is unknown (a generator, fit's validation pass) neither is known: it keeps its steps.
+        if not self._total or self.last + 2 - self.first > self._total // 2 or self.last + 2 >= self._total:
             return False
         self.last += 1
         return True
