@@ -170,6 +170,17 @@ def test_steps_per_execution_above_one_is_captured(tmp_path):
     assert report.steps.count >= 2 and all(s.number % 3 == 0 for s in report.steps.steps)
 
 
+def test_a_default_window_with_several_steps_a_call_skips_the_call_that_compiles(tmp_path):
+    """Calls of 3 steps: batches 0-2 overlap the default window (from step 2) but trace and compile;
+    the window opens at the first call past its warm-up, and its limits count steps (half of 12)."""
+    x, y = data(96)
+    model = small_model()
+    model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True), steps_per_execution=3)
+    cb = tftrace.TraceCallback(str(tmp_path), evaluate_steps=None, predict_steps=None)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[cb])
+    assert json.load(open(os.path.join(cb.runs[0], "tftrace_run.json")))["steps"] == [3, 6]
+
+
 # -- it never breaks the user's training ---------------------------------------------------------
 def _fit_completes(cb, epochs=1, extra=()):
     x, y = data(64)

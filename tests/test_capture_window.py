@@ -5,16 +5,18 @@ from __future__ import annotations
 from tftrace.capture.window import Window
 
 
-def _run(window: Window, step_s: float, total: int | None = None) -> list[int]:
-    """The steps a window marks when each step takes `step_s` seconds and the call has `total`."""
+def _run(window: Window, step_s: float, total: int | None = None, per_call: int = 1) -> list[int]:
+    """The calls a window marks (by their first step) when each step takes `step_s` seconds, the
+    call has `total` steps and each call runs `per_call` of them."""
     window.fit_to(total)
     steps, elapsed, batch = [], 0.0, window.first
     while total is None or batch < total:
         steps.append(batch)
-        elapsed += step_s
-        if batch >= window.last and not window.go_on(elapsed):
+        elapsed += step_s * per_call
+        end = batch + per_call - 1
+        if end >= window.last and not window.go_on(elapsed, end, per_call):
             break
-        batch += 1
+        batch += per_call
     return steps
 
 
@@ -47,3 +49,13 @@ def test_a_chosen_window_is_never_longer_than_asked():
 
 def test_no_minimum_keeps_the_default_five():
     assert _run(Window(True, 5, 2), step_s=1e-6, total=1000) == [2, 3, 4, 5, 6]
+
+
+def test_with_several_steps_a_call_the_limits_count_steps_not_calls():
+    # steps_per_execution=4 from step 4 on 200 steps: half the call is 100 steps, 25 calls, and
+    # the call holding the last batch (196-199) is never taken.
+    calls = _run(Window(True, 5, 4, min_s=1.0, max_steps=500), step_s=1e-5, total=200, per_call=4)
+    assert calls == list(range(4, 104, 4)), calls
+    calls = _run(Window(True, 5, 4, min_s=1.0, max_steps=500), step_s=1e-5, total=40, per_call=4)
+    assert calls == [4, 8, 12, 16, 20], calls  # 20 steps: half of 40
+

@@ -238,9 +238,11 @@ class TraceCallback(keras.callbacks.Callback):
         if not self._wanted(mode):
             return
         w = self._windows[mode]
-        # With steps_per_execution > 1 one call runs several steps: open on any overlap.
+        # With steps_per_execution > 1 one call runs several steps: a chosen window opens on any
+        # overlap; a default one at the first call past its warm-up (an earlier call compiles).
         last_in_call = batch + self._steps_per_execution() - 1
-        if w.enabled and self._session is None and batch <= w.last and last_in_call >= w.first:
+        starts = batch >= w.first if w.default else last_in_call >= w.first
+        if w.enabled and self._session is None and batch <= w.last and starts:
             w.reached = True
             self._open(mode)
         if self._session is not None and self._session.label.startswith(_MODES[mode]):
@@ -252,7 +254,7 @@ class TraceCallback(keras.callbacks.Callback):
             w = self._windows[mode]
             if batch < w.last:
                 return
-            if w.go_on(time.perf_counter() - self._opened_at):
+            if w.go_on(time.perf_counter() - self._opened_at, batch, self._steps_per_execution()):
                 self._session.planned = w.planned(self._steps_per_execution())
             else:
                 self._close(mode)

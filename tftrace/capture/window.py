@@ -22,16 +22,18 @@ class Window:
         else:
             self.first, self.last = int(spec[0]), int(spec[1])
 
-    def go_on(self, elapsed_s: float) -> bool:
-        """At the window's last step, `elapsed_s` into it: whether it takes one step more."""
-        if elapsed_s >= self.min_s or self.last - self.first + 1 >= self.max_steps:
+    def go_on(self, elapsed_s: float, batch: int, steps_per_call: int = 1) -> bool:
+        """At the window's last step, `batch` (a call's last, when it runs several), `elapsed_s`
+        into the window: whether it takes the next call too."""
+        end = batch + steps_per_call  # the next call's last step
+        if elapsed_s >= self.min_s or end - self.first + 1 > self.max_steps:
             return False
         # At most half the call (the rest runs at full speed, and `confirm` compares the window with
         # those steps), and never its last batch (often partial: a retrace). Of a call whose length
         # is unknown (a generator, fit's validation pass) neither is known: it keeps its steps.
-        if not self._total or self.last + 2 - self.first > self._total // 2 or self.last + 2 >= self._total:
+        if not self._total or end - self.first + 1 > self._total // 2 or end >= self._total - 1:
             return False
-        self.last += 1
+        self.last = end
         return True
 
     @property
