@@ -127,6 +127,7 @@ class TraceCallback(keras.callbacks.Callback):
         self._list_modes: set[str] = set()
         self._async: frozenset[str] = frozenset()  # modes whose end hooks Keras 3 runs on its worker thread
         self._steps = marks.Patches()
+        self._spe = 1  # the model's steps_per_execution, read as each call begins
         self._pacer = Pacer(self._backend)  # inside windows, steps paced by the device (JAX)
         self._marks = marks.Patches()  # the other callbacks' hooks, named while a window is open
         self._modes: list[str] = []  # running now: fit's validation pass runs evaluate inside fit
@@ -151,6 +152,7 @@ class TraceCallback(keras.callbacks.Callback):
 
     def _begin_call(self) -> None:
         self._reset()  # whatever an earlier call left when it raised where no guard saw it
+        self._spe = self._steps_per_execution()  # fixed for the call: not read again per batch
         if self._callbacks is not None:
             self._async = frozenset(m for m in _MODES if getattr(self._callbacks, f"_async_{m}", False))
             self._wrap_steps()
@@ -235,16 +237,19 @@ class TraceCallback(keras.callbacks.Callback):
         return mode not in self._done
 
     def _batch_begin(self, mode: str, batch: int) -> None:
-        if not self._wanted(mode):
-            return
-        w = self._windows[mode]
-        # With steps_per_execution > 1 one call runs several steps: a chosen window opens on any
-        # overlap; a default one at the first call past its warm-up (an earlier call compiles).
-        last_in_call = batch + self._steps_per_execution() - 1
-        starts = batch >= w.first if w.default else last_in_call >= w.first
-        if w.enabled and self._session is None and batch <= w.last and starts:
+        if self._session is None:
+            # Outside a window this is all a batch costs: it runs before every step of the call.
+            w = self._windows.get(mode)
+            if w is None or w.first is None or batch > w.last or batch + self._spe - 1 < w.first:
+                return
+            # With steps_per_execution > 1 one call runs several steps: a chosen window opens on any
+            # overlap; a default one at the first call past its warm-up (an earlier call compiles).
+            if not self._wanted(mode) or (w.default and batch < w.first):
+                return
             w.reached = True
             self._open(mode)
+        elif not self._wanted(mode):
+            return
         if self._session is not None and self._session.label.startswith(_MODES[mode]):
             self._mark(mode, batch)
 
@@ -254,8 +259,8 @@ class TraceCallback(keras.callbacks.Callback):
             w = self._windows[mode]
             if batch < w.last:
                 return
-            if w.go_on(time.perf_counter() - self._opened_at, batch, self._steps_per_execution()):
-                self._session.planned = w.planned(self._steps_per_execution())
+            if w.go_on(time.perf_counter() - self._opened_at, batch, self._spe):
+                self._session.planned = w.planned(self._spe)
             else:
                 self._close(mode)
 
