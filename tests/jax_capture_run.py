@@ -201,7 +201,9 @@ def part_confirm_ahead(out: str) -> dict:
     x, y = rng.random((16 * 256, 768), dtype=np.float32), rng.random((16 * 256, 1), dtype=np.float32)
 
     class Epochs(keras.callbacks.Callback):
-        seconds: list = []
+        def __init__(self):
+            super().__init__()
+            self.seconds = []
 
         def on_epoch_begin(self, epoch, logs=None):
             self._t = time.perf_counter()

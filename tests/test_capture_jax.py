@@ -101,7 +101,8 @@ def test_a_plain_fit_keeps_keras_async_dispatch_and_no_finding_blames_the_captur
     assert plain["weights_equal"]
     fit = plain["runs"][0]
     report = analyze(fit).to_dict()["runs"][0]
-    marked = _sidecar(fit)["steps"]  # a default window: from step 2, at least five (short ones: until 100 ms, at most half the epoch)
+    # A default window: from step 2, at least five (short ones: until 100 ms, at most half the epoch).
+    marked = _sidecar(fit)["steps"]
     assert report["steps"]["count"] == len(marked) >= 5 and marked == list(range(2, 2 + len(marked))), marked
     # Work dispatched before the window is waited for before the trace starts (else its first steps
     # run that backlog), and the window's own before it stops; both the profiler's, in its cost.

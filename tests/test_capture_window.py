@@ -52,8 +52,8 @@ def test_no_minimum_keeps_the_default_five():
 
 
 def test_with_several_steps_a_call_the_limits_count_steps_not_calls():
-    # steps_per_execution=4 from step 4 on 200 steps: half the call is 100 steps, 25 calls, and
-    # the call holding the last batch (196-199) is never taken.
+    # steps_per_execution=4 from step 4 on 200 steps: half the call is 100 steps, 25 calls (before
+    # this counted calls as steps and took every call to the last).
     calls = _run(Window(True, 5, 4, min_s=1.0, max_steps=500), step_s=1e-5, total=200, per_call=4)
     assert calls == list(range(4, 104, 4)), calls
     calls = _run(Window(True, 5, 4, min_s=1.0, max_steps=500), step_s=1e-5, total=40, per_call=4)
