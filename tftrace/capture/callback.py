@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
-import sys
 import time
 
 import keras
 
-from tftrace.capture import backend as backends, experiment, guard, marks, session as sessions
+from tftrace.capture import backend as backends, guard, marks, session as sessions
+from tftrace.capture.call_experiment import CallExperiments
+from tftrace.capture.callback_list import calling_list, loop_frame
 from tftrace.capture.pacing import Pacer
 from tftrace.capture.server import serve
 from tftrace.capture.session import ProfilerSession
@@ -16,7 +17,6 @@ from tftrace.capture.step_functions import STEP_FUNCTIONS
 from tftrace.capture.warn import warn as _warn
 from tftrace.capture.window import Window
 from tftrace.capture.sidecar import describe
-from tftrace.capture.timing import StepClock
 
 MAX_WINDOW_STEPS = 500  # a default window of sub-ms steps: enough for a median, a trace still small
 _MODES = {"train": "fit", "test": "evaluate", "predict": "predict"}
@@ -92,10 +92,6 @@ class TraceCallback(keras.callbacks.Callback):
         except Exception:
             self._backend = backends.TENSORFLOW
         self._unsupported = self._backend not in backends.NAMES
-        self.confirm = confirm
-        self.experiments: list = []  # one Experiment per confirmed call (`confirm=True`)
-        # mode -> (run folder, steps, wall seconds) of this call's last complete window
-        self._captured: dict[str, tuple[str, int, float]] = {}
         self._opened_at = 0.0
         self.log_dir = str(log_dir)
         self.python = python
@@ -131,8 +127,7 @@ class TraceCallback(keras.callbacks.Callback):
         self._pacer = Pacer(self._backend)  # inside windows, steps paced by the device (JAX)
         self._marks = marks.Patches()  # the other callbacks' hooks, named while a window is open
         self._modes: list[str] = []  # running now: fit's validation pass runs evaluate inside fit
-        # mode -> when its batches began: the untraced steps confirm compares with (`confirm=True`)
-        self._clocks: dict[str, StepClock] = {}
+        self._experiments = CallExperiments(confirm, self._pacer)  # confirm=True's clocks and experiments
 
     # -- window bookkeeping -------------------------------------------------------------------
     def _begin_mode(self, mode: str) -> None:
@@ -147,7 +142,7 @@ class TraceCallback(keras.callbacks.Callback):
         if window.default:  # a window the user chose is theirs; a default one adapts to short calls
             window.fit_to(self._total_steps(mode))
         self._windows[mode] = window
-        self._clocks[mode] = StepClock(ahead=self._pacer.on)
+        self._experiments.begin(mode)
         self._guards.wrap(self._keras_model, _STEP_FUNCTIONS[mode])
 
     def _begin_call(self) -> None:
@@ -206,7 +201,7 @@ class TraceCallback(keras.callbacks.Callback):
             self._session = None
         self._modes.clear()
         self._windows.clear()
-        self._captured.clear()
+        self._experiments.clear()
         self._in_fit = False
 
     @property
@@ -277,7 +272,7 @@ class TraceCallback(keras.callbacks.Callback):
         session.on_stop.append(self._marks.restore)  # also when the window is abandoned, closed elsewhere
         # The frame running the loop (Keras' fit/evaluate/predict, or the user's own): while it runs,
         # a capture started elsewhere must leave this window alone; once gone, the window is abandoned.
-        frame = _loop_frame(self._callbacks)
+        frame = loop_frame(self._callbacks, (globals(), vars(guard)))
         if session.start(alive=lambda: frame is None or guard.running(frame)):
             self._session, self._session_mode = session, mode
             self._opened_at = time.perf_counter()
@@ -336,7 +331,7 @@ class TraceCallback(keras.callbacks.Callback):
         if run:
             self.runs.append(run)
             if cut_short is None:
-                self._captured[mode] = (run, len(session.steps), time.perf_counter() - self._opened_at)
+                self._experiments.captured(mode, run, len(session.steps), time.perf_counter() - self._opened_at)
         if mode != "train":
             self._done.add(mode)
 
@@ -405,15 +400,13 @@ class TraceCallback(keras.callbacks.Callback):
 
     # -- Keras hooks ----------------------------------------------------------------------------
     def _own_begin(self, mode: str, batch: int) -> None:
-        if mode in self._list_modes and not self.confirm:
+        if mode in self._list_modes and not self._experiments.on:
             return  # the list's begin hook marks the step
         if mode not in self._list_modes:  # no list wrapped: mark the step from here, as a fallback
             if self._marker is not None:  # its end hook ran on Keras' worker thread, or not at all
                 self._unmark(completed=True)
             self._batch_begin(mode, batch)
-        clock = self._clocks.get(mode)
-        if self.confirm and clock is not None:
-            clock.tick(batch, traced=self._session is not None)
+        self._experiments.tick(mode, batch, traced=self._session is not None)
 
     def _own_end(self, mode: str, batch: int) -> None:
         """Our end hook, declared `async_safe`: Keras 3 may call it on its worker thread, so there it
@@ -430,7 +423,7 @@ class TraceCallback(keras.callbacks.Callback):
 
     def set_model(self, model):
         super().set_model(model)
-        self._callbacks = _calling_list(self)
+        self._callbacks = calling_list(self)
         if self.server_port is not None and not self._unsupported:
             serve(self.server_port, self._backend)
 
@@ -440,8 +433,7 @@ class TraceCallback(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
-        if "train" in self._clocks:
-            self._clocks["train"].new_epoch()
+        self._experiments.new_epoch("train")
 
     def on_train_batch_begin(self, batch, logs=None):
         self._own_begin("train", batch)
@@ -450,7 +442,7 @@ class TraceCallback(keras.callbacks.Callback):
         self._own_end("train", batch)
 
     def on_epoch_end(self, epoch, logs=None):
-        self._end_clock("train")
+        self._experiments.end("train")
         if self._session is not None and self._session.label.startswith("fit"):
             short = self._windows["train"].default and self._session.steps
             self._close("train", *(() if short else ("the epoch ended inside the fit window", "epoch end")))
@@ -458,7 +450,7 @@ class TraceCallback(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         self._end_mode("train")
         self._in_fit = False
-        self._confirm("train")
+        self._experiments.after("train", _MODES["train"], self.model)
 
     def on_test_begin(self, logs=None):
         self._begin_mode("test")
@@ -470,10 +462,10 @@ class TraceCallback(keras.callbacks.Callback):
         self._own_end("test", batch)
 
     def on_test_end(self, logs=None):
-        self._end_clock("test")
+        self._experiments.end("test")
         self._end_mode("test")
         if not self._in_fit:  # fit's validation pass: fit's own experiment covers the call
-            self._confirm("test")
+            self._experiments.after("test", _MODES["test"], self.model)
 
     def on_predict_begin(self, logs=None):
         self._begin_mode("predict")
@@ -485,67 +477,20 @@ class TraceCallback(keras.callbacks.Callback):
         self._own_end("predict", batch)
 
     def on_predict_end(self, logs=None):
-        self._end_clock("predict")
+        self._experiments.end("predict")
         self._end_mode("predict")
-        self._confirm("predict")
+        self._experiments.after("predict", _MODES["predict"], self.model)
 
-    # -- confirm=True: the experiment after the call's window ---------------------------------
-    def _end_clock(self, mode: str) -> None:
-        """The untraced steps up to an epoch's or call's end, once its work is done (on JAX waited
-        for here: the host may be steps ahead; only with `confirm`, whose clock this is)."""
-        clock = self._clocks.get(mode)
-        if not self.confirm or clock is None:
-            return
-        try:
-            self._pacer.settle()
-        except Exception:  # nothing to wait for, or not now: the gaps alone are kept
-            clock.new_epoch()
-            return
-        clock.end()
+    # -- confirm=True ------------------------------------------------------------------------------
+    @property
+    def confirm(self) -> bool:
+        return self._experiments.on
 
-    def _confirm(self, mode: str) -> None:
-        captured = self._captured.pop(mode, None)
-        if not self.confirm or captured is None or self.model is None:
-            return
-        run_dir, steps, seconds = captured
-        call = _MODES[mode]
-        try:
-            raw = experiment.keras_call(self.model, call, experiment.batches_for(steps), budget_s=seconds)
-        except Exception as e:  # never into the user's training: a warning and a note in the report
-            raw = experiment.new("step", call, 0)
-            raw["error"] = f"{type(e).__name__}: {e}"
-            _warn(f"the confirm experiment after {call} failed ({raw['error']}); the trace is kept")
-        clock = self._clocks.get(mode)
-        if clock is not None:  # the call's own steps outside the window: the step the profiler did not slow
-            raw.update(untraced_ms=clock.median_ms(), untraced_steps=clock.count)
-        try:
-            experiment.save(run_dir, raw)
-        except OSError as e:
-            _warn(f"could not save the confirm experiment beside {run_dir} ({e})")
-        from tftrace.analysis.confirmation import interpret
-        self.experiments.append(interpret(raw))
+    @confirm.setter
+    def confirm(self, on: bool) -> None:
+        self._experiments.on = bool(on)
 
-
-def _calling_list(callback):
-    """The CallbackList setting `callback` up (Keras 3 and tf.keras call set_model from theirs)."""
-    try:
-        frame = sys._getframe(2)
-        for _ in range(3):
-            owner = frame.f_locals.get("self")
-            if owner is not callback and any(c is callback for c in getattr(owner, "callbacks", None) or ()):
-                return owner
-            frame = frame.f_back
-    except Exception:  # no frames to inspect (other interpreters): the step functions stay guarded
-        pass
-    return None
-
-
-def _loop_frame(callbacks):
-    """The frame calling the hooks: Keras' fit/evaluate/predict, or the user's own loop."""
-    ours = (globals(), vars(guard))
-    codes = {getattr(f, "__code__", None) for k in type(callbacks).__mro__[:-1] for f in vars(k).values()} \
-        if callbacks is not None else set()
-    frame = sys._getframe(1)
-    while frame is not None and (any(frame.f_globals is g for g in ours) or frame.f_code in codes):
-        frame = frame.f_back
-    return frame
+    @property
+    def experiments(self) -> list:
+        """One Experiment per confirmed call (`confirm=True`)."""
+        return self._experiments.experiments
