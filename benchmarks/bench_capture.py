@@ -75,7 +75,7 @@ def child(backend: str, kind: str, rounds: int = 15, captures: int = 7) -> dict:
         def on_epoch_end(self, epoch, logs=None):
             self.seconds.append(time.perf_counter() - self._t)
 
-    class BatchClock(EpochClock):  # a begin hook as well: Keras still hands end hooks to its worker
+    class BatchClock(keras.callbacks.Callback):  # a begin hook too: Keras still hands end hooks to its worker
         def on_epoch_begin(self, epoch, logs=None):
             self.begins = {}
 
@@ -83,7 +83,7 @@ def child(backend: str, kind: str, rounds: int = 15, captures: int = 7) -> dict:
             self.begins[batch] = time.perf_counter()
 
         def on_epoch_end(self, epoch, logs=None):
-            self.end = time.perf_counter()  # its logs read: every step done
+            self.end = time.perf_counter()  # the callback list has read the logs: every step done
 
         def after(self, step: int) -> float:
             """Seconds per step from `step` to the epoch's end."""
