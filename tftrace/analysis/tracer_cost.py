@@ -3,13 +3,13 @@ traced program time, so a Python-heavy step looks slower, and more host-bound, t
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from tftrace.analysis.breakdown import Timeline
 from tftrace.model.events import Trace
-from tftrace.model.report import Breakdown
 
 # What one recorded Python call costs the traced program, against the tracer's own shortest
 # events: a trivial call's recorded length is the tracer timing it, on this machine and Python,
@@ -21,18 +21,20 @@ PS_PER_CALL_RANGE = (300_000, 3_000_000)  # what the estimate stays within
 MIN_SHARE = 0.05  # below this share of step time the tracer's cost is not worth a note
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TracerCost:
     calls_per_step: float
-    ps_per_step: float
+    ps_per_step: float  # inside each step and in the gap before it, on average
     share: float  # of the mean step (with its gap)
-    verdict_without: str  # the bound the breakdown gives with the tracer's time taken from host overhead
     ps_per_call: float  # the estimate's cost of one recorded call
+    step_ps: np.ndarray  # per step: the calls recorded inside it, at most its host overhead
+    gap_ps: np.ndarray  # per step: the calls recorded in the gap before it, at most that gap
 
 
-def tracer_cost(trace: Trace, tl: Timeline, b: Breakdown) -> TracerCost | None:
-    """The tracer's estimated cost per step, from the Python calls it recorded inside steps and
-    the gaps between them; None without tracer events or when it is small."""
+def tracer_cost(trace: Trace, tl: Timeline) -> TracerCost | None:
+    """The tracer's estimated cost in each step and each gap, from the Python calls it recorded
+    there; None without tracer events or when it is small. A step's cost is at most its host
+    overhead: Python that ran while the step's ops ran did not lengthen it."""
     if not trace.has_prefix("$"):
         return None
     codes = [c for c, n in enumerate(trace.names) if n.startswith("$")]
@@ -41,30 +43,45 @@ def tracer_cost(trace: Trace, tl: Timeline, b: Breakdown) -> TracerCost | None:
         return None
     rows = np.flatnonzero(trace.named(codes))
     start, dur = trace.events["start_ps"][rows], trace.events["dur_ps"][rows]
-    lo, hi = int(tl.start[0]), int((tl.start + tl.dur).max())
+    order = np.argsort(start, kind="stable")
+    start, dur = start[order], dur[order]
+    lo, hi = int((tl.start - tl.idle)[0]), int((tl.start + tl.dur).max())
     inside = (start >= lo) & (start < hi)
-    calls = int(inside.sum())
     timed = dur[inside & (dur > 0)]
     if not len(timed):
         return None
     per_call = float(np.clip(CALLS_PER_SHORTEST * np.percentile(timed, 5), *PS_PER_CALL_RANGE))
-    cost = calls * per_call
-    share = min(cost / tl.wall_ps, b.host_overhead + b.idle)
+    step_calls = _count(start, tl.start, tl.start + tl.dur)
+    gap_calls = _count(start, tl.start - tl.idle, tl.start)
+    step_ps = np.minimum(step_calls * per_call, tl.overhead).astype(np.int64)
+    gap_ps = np.minimum(gap_calls * per_call, tl.idle).astype(np.int64)
+    cost = float(step_ps.sum() + gap_ps.sum())
+    share = cost / tl.wall_ps
     if share < MIN_SHARE:
         return None
-    parts = {"input": b.input, "compute": b.compute, "host_overhead": b.host_overhead, "idle": b.idle}
-    taken = min(share, parts["host_overhead"])
-    parts["host_overhead"] -= taken
-    parts["idle"] -= share - taken
-    without = max(parts, key=lambda k: (parts[k], k))
-    return TracerCost(calls / n, cost / n, share, without, per_call)
+    return TracerCost(float(step_calls.sum() + gap_calls.sum()) / n, cost / n, share, per_call, step_ps, gap_ps)
 
 
-def tracer_notes(cost: TracerCost, bound: str) -> tuple[str, ...]:
-    """What the tracer adds, and, when it matters, the verdict without it (notes are short)."""
-    notes = [f"the Python tracer recorded {cost.calls_per_step:,.0f} calls a step: at ~{cost.ps_per_call / 1e6:.1f} us each, "
-             f"~{cost.ps_per_step / 1e9:.2f} ms ({cost.share:.0%}) of each step is the profiler's own"]
-    if cost.verdict_without != bound:
-        notes.append(f"without the tracer's time the run reads {cost.verdict_without.replace('_', ' ')}-bound: capture "
-                     "with it off (TraceCallback(python_tracer=False)) to check")
+def _count(sorted_starts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """How many of the sorted times fall in each [lo, hi)."""
+    return np.searchsorted(sorted_starts, hi, side="left") - np.searchsorted(sorted_starts, lo, side="left")
+
+
+def less_tracer(tl: Timeline, cost: TracerCost | None) -> Timeline:
+    """The steps as the program runs them: each step and gap less the tracer's estimate, taken
+    from its host overhead and idle time (the merged intervals are the trace's, unchanged)."""
+    if cost is None:
+        return tl
+    return dataclasses.replace(tl, dur=tl.dur - cost.step_ps, overhead=tl.overhead - cost.step_ps,
+                               idle=tl.idle - cost.gap_ps)
+
+
+def tracer_notes(cost: TracerCost, bound: str, traced_bound: str) -> tuple[str, ...]:
+    """What the tracer adds; the breakdown and verdict leave it out, and, where that changes
+    the verdict, what the traced step reads (notes are short)."""
+    notes = [f"the Python tracer's {cost.calls_per_step:,.0f} calls a step (~{cost.ps_per_call / 1e6:.1f} us each) cost "
+             f"~{cost.ps_per_step / 1e9:.2f} ms ({cost.share:.0%}) of each step: the profiler's, left out of the steps judged"]
+    if traced_bound != bound:
+        notes.append(f"with the tracer's time the traced steps read {traced_bound.replace('_', ' ')}-bound: capture "
+                     "with it off (TraceCallback(python_tracer=False)) to measure without it")
     return tuple(notes)

@@ -19,6 +19,14 @@ def pct(fraction: float) -> str:
     return f"{fraction * 100:.1f}%"
 
 
+def less_tracer(steps) -> str:
+    """What the steps take less JAX's Python tracer (the estimate the breakdown judges), or ""."""
+    if not steps.tracer_ps:
+        return ""
+    return (f"; less the Python tracer's estimated {ms(steps.tracer_ps)} ms a step: mean "
+            f"~{ms(steps.mean_less_tracer_ps)} ms, median ~{ms(steps.median_less_tracer_ps)} ms")
+
+
 OWNERS_TITLE = "Owners (who holds each step: share of the mean step with the gap after it)"
 
 

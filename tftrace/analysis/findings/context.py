@@ -13,7 +13,7 @@ from tftrace.analysis.ops import OpEntry, OpStats
 from tftrace.analysis.overhead import Overhead
 from tftrace.analysis.pipeline_load import PipelineLoad
 from tftrace.analysis.steps.found import Steps
-from tftrace.analysis.tracer_cost import TracerCost, tracer_cost
+from tftrace.analysis.tracer_cost import TracerCost
 from tftrace.model.events import Trace
 from tftrace.model.memory import AllocatorRow
 from tftrace.model.names import JIT_CALL
@@ -43,6 +43,7 @@ class Context:
     paced: str = ""  # why the input pipeline sets the step time, "" if it does not (analysis.verdict.paced)
     bound: str = "unknown"  # the verdict's
     memory: tuple[AllocatorRow, ...] = ()  # every allocator of the run, largest peak first
+    tracer: TracerCost | None = None  # what JAX's Python tracer adds to each step; None without its events, or small
 
     @property
     def n(self) -> int:
@@ -91,16 +92,10 @@ class Context:
         """A PyTorch run (a Kineto trace): fixes in torch's idiom, not Keras'."""
         return self.trace.format == "kineto"
 
-    @cached_property
-    def tracer(self) -> TracerCost | None:
-        """What JAX's Python tracer adds to each step; None without its events, or when small."""
-        return tracer_cost(self.trace, self.tl, self.breakdown)
-
     @property
     def tracer_ps(self) -> int:
         """The tracer's estimated cost per step (with its gap), 0 without one worth a note."""
-        t = self.tracer
-        return round(min(t.ps_per_step, t.share * self.per_step_ps)) if t is not None else 0
+        return round(self.tracer.ps_per_step) if self.tracer is not None else 0
 
     @cached_property
     def owners(self):

@@ -101,17 +101,14 @@ def _python(ctx, key, parts: dict, out, hooked: bool) -> None:
 
 
 def _profiler(ctx, key, parts: dict, out) -> None:
-    """JAX's Python tracer's estimated cost per step, from the host's time inside steps first,
-    then between them: the capture's own work, never the program's."""
-    per_step = ctx.tracer_ps
-    if per_step <= 0:
+    """JAX's Python tracer's estimated cost in each step (of its host overhead) and the gap after
+    it (of its idle time): the capture's own work, never the program's."""
+    cost = ctx.tracer
+    if cost is None:
         return
     k = key(OwnerKey("profiler", "JAX's Python tracer"))
-    n = len(ctx.tl.dur)
-    host, idle = parts["host_overhead"], parts["idle"]
-    want = np.full(n, float(per_step))
-    from_host = np.minimum(want, host)
+    from_host = np.minimum(cost.step_ps, parts["host_overhead"])
     out["host_overhead"][k] = (from_host, 0.0)
-    rest = np.minimum(want - from_host, idle)
+    rest = np.minimum(np.r_[cost.gap_ps[1:], 0], parts["idle"])  # an iteration's gap is the one after its step
     if rest.any():
         out["idle"][k] = (rest, 0.0)
