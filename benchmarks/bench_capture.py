@@ -8,11 +8,13 @@ Each (Keras backend, model) runs in its own process. Epochs alternate between a 
 Keras' `TensorBoard(profile_batch=...)` likewise): each epoch is timed from its begin to its end
 hook by a callback with no batch hooks, so the timing itself changes nothing, and the medians over
 the rounds are compared. Then a few fits with a default window each are analysed, and the report's
-median and mean step (with the gap after each) are set against the steady untraced step: plain fits
-timed from batch 2's begin hook to the epoch's end (a begin hook: Keras still dispatches the end hooks
+median and mean step (the mean with the gap after each), as traced and less the profiler's own time
+(the steps the report judges), are set against the steady untraced step: plain fits timed by their
+batch-begin hooks from batch 2 to the epoch's end (a begin hook: Keras still dispatches the end hooks
 on its worker thread), just before and just after, because this machine's pace drifts by tens of
-percent from one fit to the next; and the median also against the same epoch's untraced steps after
-the window (from the second one after it, the first holding the profiler's stop).
+percent from one fit to the next. Medians against the median gap from one batch's begin to the next,
+means against the mean; and the median also against the same epoch's untraced steps after the window
+(from the second one after it, the first holding the profiler's stop).
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ sys.path.insert(0, ROOT)
 MODELS = {"mlp": dict(steps=900, batch=8), "cnn": dict(steps=60, batch=32)}
 BACKENDS = ("tensorflow", "jax")
 WARM = 2  # an epoch's first steps: a new iterator, and the first batches through it
+# Each capture's report against the untraced steps: its median (traced, and less the profiler's own
+# time) over their median, its mean with the gaps (likewise) over their mean, and its median less
+# the profiler over the median of the same epoch's untraced steps after the window.
+RATIOS = ("median", "median_less", "mean", "mean_less", "median_after")
 _BEGIN, _END = "<!-- bench_capture begin -->", "<!-- bench_capture end -->"
 
 
@@ -89,6 +95,11 @@ def child(backend: str, kind: str, rounds: int = 15, captures: int = 7) -> dict:
             """Seconds per step from `step` to the epoch's end."""
             return (self.end - self.begins[step]) / (spec["steps"] - step)
 
+        def median_after(self, step: int) -> float:
+            """The median seconds from one batch's begin to the next, from `step` to the epoch's end."""
+            times = [self.begins[b] for b in range(step, spec["steps"])] + [self.end]
+            return statistics.median(b - a for a, b in zip(times, times[1:]))
+
     model, (x, y) = _model(keras, kind), _data(kind)
     spec = MODELS[kind]
     model.fit(x, y, batch_size=spec["batch"], epochs=2, verbose=0)  # compiled and warm
@@ -110,14 +121,15 @@ def child(backend: str, kind: str, rounds: int = 15, captures: int = 7) -> dict:
            "untraced_ms": untraced * 1e3,
            "outside": {k: statistics.median(v) / untraced - 1 for k, v in per_step.items() if k != "plain"}}
 
-    def steady() -> float:
-        """A plain fit's steps from batch WARM to the epoch's end: no epoch start-up in them."""
+    def steady() -> tuple[float, float]:
+        """A plain fit's steps from batch WARM to the epoch's end (no epoch start-up in them), ms:
+        their mean and their median."""
         clock = BatchClock()
         model.fit(x, y, batch_size=spec["batch"], epochs=1, verbose=0, callbacks=[clock])
-        return clock.after(WARM) * 1e3
+        return clock.after(WARM) * 1e3, clock.median_after(WARM) * 1e3
     names = ("TraceCallback", "Keras TensorBoard") if backend == "tensorflow" else ("TraceCallback",)
-    ratios = {n: {"median": [], "mean": [], "median_after": [], "drift": []} for n in names}
-    arounds, afters = [], []
+    ratios = {n: {k: [] for k in RATIOS + ("drift",)} for n in names}
+    arounds, medians, afters = [], [], []
     for i in range(captures):
         for name in names:
             log_dir = os.path.join(tmp, f"{name.replace(' ', '_')}{i}")
@@ -127,19 +139,26 @@ def child(backend: str, kind: str, rounds: int = 15, captures: int = 7) -> dict:
             before, clock = steady(), BatchClock()
             model.fit(x, y, batch_size=spec["batch"], epochs=1, verbose=0, callbacks=[clock, cb])
             later = steady()
-            around = (before + later) / 2  # this machine's pace drifts by tens of percent between fits
-            ratios[name]["drift"].append(abs(later - before) / around)
+            # This machine's pace drifts by tens of percent between fits: the fits either side, averaged.
+            around, median = (before[0] + later[0]) / 2, (before[1] + later[1]) / 2
+            ratios[name]["drift"].append(abs(later[0] - before[0]) / around)
             # The same epoch's untraced steps from the second after the window (the first holds the stop).
             last = _sidecar_steps(cb.runs[0])[-1] if name == "TraceCallback" else 7
-            after = clock.after(last + 2) * 1e3
+            after = clock.median_after(last + 2) * 1e3
             steps = analyze(log_dir).to_dict()["runs"][0]["steps"]
-            wall = [row["dur_ms"] + row.get("idle_ms", 0.0) for row in steps["steps"]]  # a step and its gap
-            ratios[name]["median"].append(steps["median_ms"] / around)
-            ratios[name]["mean"].append(statistics.mean(wall) / around)
-            ratios[name]["median_after"].append(steps["median_ms"] / after)
+            gap = statistics.mean(row.get("idle_ms", 0.0) for row in steps["steps"])
+            less_median = steps.get("median_less_profiler_ms") or steps["median_ms"]
+            less_mean = steps.get("mean_less_profiler_ms") or steps["mean_ms"]
+            got = {"median": steps["median_ms"] / median, "median_less": less_median / median,
+                   "mean": (steps["mean_ms"] + gap) / around, "mean_less": (less_mean + gap) / around,
+                   "median_after": less_median / after}
+            for k, v in got.items():
+                ratios[name][k].append(v)
             arounds.append(around)
+            medians.append(median)
             afters.append(after)
-    out.update(steady_ms=statistics.median(arounds), after_ms=statistics.median(afters), ratios=ratios)
+    out.update(steady_ms=statistics.median(arounds), steady_median_ms=statistics.median(medians),
+               after_ms=statistics.median(afters), ratios=ratios)
     # The dearer case: a window still to come in this epoch (each batch is checked against it).
     later = dict(never, epochs=(0,), fit_steps=(10 ** 7, 10 ** 7 + 1))
     with warnings.catch_warnings():
@@ -190,26 +209,37 @@ def _run_child(backend: str, kind: str) -> dict:
 
 
 def _table(results: list[dict]) -> str:
-    rows = ["| backend | model | params | untraced step ms: epoch; steady; after the window | steps outside "
-            "windows: TraceCallback | its hooks per batch | Keras TensorBoard(profile_batch) | report's median "
-            "step / steady, each capture (how far the plain fits either side drifted apart) | report's mean step "
-            "/ steady | report's median / after the window |",
+    rows = ["| backend | model | params | untraced step ms: epoch; steady mean, median; after the window (median) "
+            "| steps outside windows: TraceCallback | its hooks per batch | Keras TensorBoard(profile_batch) "
+            "| report's median / untraced median: traced; less the profiler (each capture, and in brackets how "
+            "far the plain fits either side drifted apart) | report's mean / untraced mean: traced; less the "
+            "profiler | less the profiler, median / the same epoch's after the window |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         tb = r["outside"].get("Keras TensorBoard")
         rows.append(f"| {r['backend']} | {r['model']} | {r['params']:,} | {r['untraced_ms']:.3f}; "
-                    f"{r['steady_ms']:.3f}; {r['after_ms']:.3f} | {100 * r['outside']['TraceCallback']:+.2f}% | "
+                    f"{r['steady_ms']:.3f}, {r['steady_median_ms']:.3f}; {r['after_ms']:.3f} | "
+                    f"{100 * r['outside']['TraceCallback']:+.2f}% | "
                     f"{r['hooks_us']:.2f} us ({100 * r['hooks_us'] / 1e3 / r['untraced_ms']:.2f}%) | "
                     f"{'-' if tb is None else f'{100 * tb:+.2f}%'} | "
-                    + " | ".join(_ratios(r["ratios"], k) for k in ("median", "mean", "median_after")) + " |")
+                    + " | ".join(_ratios(r["ratios"], keys) for keys in (("median", "median_less"), ("mean", "mean_less"),
+                                                                         ("median_after",))) + " |")
     return "\n".join(rows)
 
 
-def _ratios(by_capture: dict, key: str) -> str:
+def _ratios(by_capture: dict, keys: tuple[str, ...]) -> str:
+    """Per variant: the median over captures of each ratio, then each capture's (with the drift
+    of the fits around it after the first ratio's)."""
     def one(got: dict, i: int) -> str:
-        return f"{got[key][i]:.2f}x" + (f" ({100 * got['drift'][i]:.0f}%)" if key == "median" else "")
-    return "; ".join(f"{name} " + ", ".join(one(got, i) for i in range(len(got[key])))
-                     for name, got in by_capture.items())
+        cells = "/".join(f"{got[k][i]:.2f}" for k in keys)
+        return cells + (f" ({100 * got['drift'][i]:.0f}%)" if keys[0] == "median" else "")
+    out = []
+    for name, got in by_capture.items():
+        if not got[keys[0]]:
+            continue
+        overall = "/".join(f"{statistics.median(got[k]):.2f}x" for k in keys if got[k])
+        out.append(f"{name} **{overall}**: " + ", ".join(one(got, i) for i in range(len(got[keys[0]]))))
+    return "; ".join(out)
 
 
 def main() -> None:
@@ -232,10 +262,12 @@ def main() -> None:
         "batch: a CallbackList's batch hooks called in a tight loop with and without it, its window still "
         "to come in that epoch (the figure the epochs' noise hides); report's "
         "median and mean step: `tftrace analyze` on a fit with a default window (from step 2, at least 5 "
-        "steps and 100 ms; Keras' TensorBoard: profile_batch=(3, 7)), over the steady untraced step (batch 2 "
-        "to the epoch's end) of the plain fits just before and after it, and over the same epoch's untraced "
-        "steps after the window. In brackets: how far apart the two plain fits around that capture ran, "
-        "this machine's own noise at the moment.", "", table, "", _END])
+        "steps and 100 ms; Keras' TensorBoard: profile_batch=(3, 7)), as traced and less the profiler's own "
+        "time (the steps the report judges), over the steady untraced step (batch 2 to the epoch's end, "
+        "median against median begin-to-begin gap, mean against mean) of the plain fits just before and "
+        "after it, and over the same epoch's untraced steps after the window. In bold: the median over "
+        "captures; then each capture's. In brackets: how far apart the two plain fits around that capture "
+        "ran, this machine's own noise at the moment.", "", table, "", _END])
     path = os.path.join(ROOT, "benchmarks", "RESULTS.md")
     with open(path) as f:
         text = f.read()

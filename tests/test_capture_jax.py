@@ -113,6 +113,33 @@ def test_a_plain_fit_keeps_keras_async_dispatch_and_no_finding_blames_the_captur
         assert blamed not in said, (blamed, said)
 
 
+def test_the_profilers_own_time_in_a_plain_fits_steps_is_left_out_of_the_steps_judged(captured):
+    """A tiny model's sub-ms steps on XLA:CPU: the op events the profiler records for each thunk,
+    and tftrace's own hooks (timed by the capture), are the profiler's: each step judged is the
+    traced one less them, the owners name them, and a note for each says what it cost."""
+    import numpy as np
+    from tftrace.analysis.profiler_cost import HOOKS, OP_EVENTS, PS_PER_THUNK_EVENT
+    from tftrace.api import explore
+    _out, results = captured
+    fit = results["plain"]["runs"][0]
+    cost = _sidecar(fit)["capture_cost"]
+    assert cost["hooks_steps"] >= 5 and 0 < cost["hooks_ms"] / cost["hooks_steps"] < 0.5, cost
+    a = explore(fit)
+    own, tl, trace = a.profiler, a.timeline, a.trace
+    sources = {s.owner: s for s in own.sources}
+    assert set(sources) == {OP_EVENTS, HOOKS}, sources  # the Python tracer is off by default
+    hooks = sources[HOOKS].step_ps
+    assert (hooks <= tl.overhead).all() and hooks.sum() == pytest.approx(cost["hooks_ms"] * 1e9 / cost["hooks_steps"] * len(hooks), rel=0.02)
+    starts = trace.events["start_ps"][np.flatnonzero(trace.named([c for c, op in trace.ops.items() if op.kind == "xla"]))]
+    events = np.array([((starts >= s) & (starts < s + d)).sum() for s, d in zip(tl.start, tl.dur)])
+    assert events.mean() >= 5 and (sources[OP_EVENTS].step_ps <= events * PS_PER_THUNK_EVENT).all(), events
+    report = a.report
+    assert report.steps.mean_less_profiler_ps == pytest.approx(report.steps.mean_ps - own.step_ps.mean(), abs=2)
+    assert {o.owner for o in report.owners} >= {f"Profiler {OP_EVENTS}", f"Profiler {HOOKS}"}
+    for owner in (OP_EVENTS, HOOKS):
+        assert any(n.startswith(f"{owner}: ~") and "left out of the steps judged" in n for n in report.notes), report.notes
+
+
 def test_a_stock_capture_whose_host_ran_ahead_gets_steps_paced_by_xla_cpu(captured):
     """jax.profiler around a loop that never waits: the markers time only the dispatch (~0.01 ms);
     the steps are the module's runs on XLA's threads, as long as the loop's untraced steps."""

@@ -14,7 +14,7 @@ from tftrace.analysis.ops import OpEntry, OpStats, op_stats, op_table
 from tftrace.analysis.python import python_profile
 from tftrace.analysis.run import analyze_trace, steps_with_device_work
 from tftrace.analysis.steps.found import Steps
-from tftrace.analysis.tracer_cost import TracerCost, less_tracer, tracer_cost
+from tftrace.analysis.profiler_cost import ProfilerCost, less_profiler, profiler_cost
 from tftrace.model.errors import TftraceError
 from tftrace.model.events import Trace
 from tftrace.model.owners import OwnerRow
@@ -54,14 +54,14 @@ class RunAnalysis:
         return timeline(self.trace, self.steps, event_classes(self.trace), self._steps_and_work[1])
 
     @cached_property
-    def tracer(self) -> TracerCost | None:
-        """JAX's Python tracer's estimated cost in each step and gap; None without it, or small."""
-        return tracer_cost(self.trace, self.timeline)
+    def profiler(self) -> ProfilerCost | None:
+        """The profiler's own time in each step and gap, by source; None when small."""
+        return profiler_cost(self.trace, self.timeline)
 
     @cached_property
     def breakdown(self) -> Breakdown:
-        """The parts' shares of the steps, less the Python tracer's estimate (as the report's)."""
-        tl = less_tracer(self.timeline, self.tracer)
+        """The parts' shares of the steps, less the profiler's own time (as the report's)."""
+        tl = less_profiler(self.timeline, self.profiler)
         return Breakdown(*(round(tl.fraction(getattr(tl, p)), 6) for p in _PARTS))
 
     @cached_property

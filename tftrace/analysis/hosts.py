@@ -14,7 +14,7 @@ import numpy as np
 
 from tftrace.analysis.breakdown import Timeline
 from tftrace.analysis.steps.found import Steps
-from tftrace.analysis.tracer_cost import TracerCost
+from tftrace.analysis.profiler_cost import ProfilerCost
 from tftrace.model.report import Breakdown, HostRow
 
 STRAGGLER_MIN = 0.05  # a host under 5% slower than the others is noise, not a straggler
@@ -31,7 +31,7 @@ class HostView:
     parts: Breakdown
     bound: str
     collective_ps: int  # collective op self time in its steps, in total
-    tracer: TracerCost | None = None  # JAX's Python tracer's estimated cost, left out of `parts`
+    profiler: ProfilerCost | None = None  # the profiler's own time in the steps, left out of `parts`
 
     @property
     def wall_per_step(self) -> float:

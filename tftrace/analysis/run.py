@@ -27,7 +27,7 @@ from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
 from tftrace.analysis.steps.ran_ahead import ran_ahead_note
 from tftrace.analysis.capture_cost import capture_note
 from tftrace.analysis.steps.cpu_pace import paced_by_module_runs
-from tftrace.analysis.tracer_cost import TracerCost, less_tracer, tracer_cost, tracer_notes
+from tftrace.analysis.profiler_cost import ProfilerCost, less_profiler, profiler_cost, profiler_notes
 from tftrace.analysis.verdict import HIGHLY_INPUT, paced, verdict
 from tftrace.analysis.steps.cut_short import window_note
 from tftrace.model.report import DEFAULT_TOP, Breakdown, DeviceRow, RunReport, StepRow, StepsSummary, Verdict
@@ -89,12 +89,12 @@ def _host_part(trace: Trace) -> tuple[HostPart, tuple, Judged]:
     steps, work = steps_with_device_work(trace)
     classes = event_classes(trace)
     tl = timeline(trace, steps, classes, work)
-    tracer = tracer_cost(trace, tl)
-    parts = _parts(less_tracer(tl, tracer))
+    own = profiler_cost(trace, tl)
+    parts = _parts(less_profiler(tl, own))
     table = op_table(trace, *eager_layers(trace, steps.starts))
     collective = sum(e.self_ps for e in table if e.category == "collective")
-    judged = _judge(trace, tl, tracer, classes[1], steps.numbers)
-    view = HostView(trace.hosts[0] if trace.hosts else "", steps, tl, parts, judged.verdict.bound, collective, tracer)
+    judged = _judge(trace, tl, own, classes[1], steps.numbers)
+    view = HostView(trace.hosts[0] if trace.hosts else "", steps, tl, parts, judged.verdict.bound, collective, own)
     real = steps.kind not in ("window", "none")
     spans = (steps.starts, steps.ends, steps.numbers) if real else ((), (), ())
     memory = allocators(trace, *spans, {e.name: e.layer for e in table if e.layer})
@@ -110,25 +110,25 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
         steps, work = steps_with_device_work(timed)
         classes = event_classes(timed)
         tl = timeline(timed, steps, classes, work)
-        tracer = tracer_cost(timed, tl)
+        own = profiler_cost(timed, tl)
     else:
-        steps, tl, tracer = parts[0].view.steps, parts[0].view.tl, parts[0].view.tracer
+        steps, tl, own = parts[0].view.steps, parts[0].view.tl, parts[0].view.profiler
     table = merge_tables(p.table for p in parts) if views else list(parts[0].table)
     stats = op_stats(timed, table, top, ops)
     ov = overhead(timed, steps, classes, tl.busy)
-    breakdown = _parts(less_tracer(tl, tracer))
+    breakdown = _parts(less_profiler(tl, own))
     mode, mode_source = run_mode(timed, steps, table)
     eager = _is_eager(table)
     pipeline = ranked_pipeline(_sum_stages(p.stages for p in parts), top)
     python = python_profile(timed, tl.start, tl.start + tl.dur)  # all rows: the findings look through them
-    judged = judged or _judge(timed, tl, tracer, classes[1], steps.numbers)
+    judged = judged or _judge(timed, tl, own, classes[1], steps.numbers)
     memory_rows = _memory_rows(parts)
-    ctx = Context(trace=timed, steps=steps, tl=tl, breakdown=_parts(tl), tracer=tracer, overhead=ov, ops=stats, table=table,
+    ctx = Context(trace=timed, steps=steps, tl=tl, breakdown=_parts(tl), profiler=own, overhead=ov, ops=stats, table=table,
                   pipeline=pipeline, mode=mode, eager=eager, loop=_loop(timed, steps, mode), python=python,
                   hosts=tuple(views), load=judged.load, paced=judged.paced, bound=judged.verdict.bound,
                   memory=memory_rows)
     found = diagnose(ctx)
-    summary = _steps_summary(steps, tl, tracer, timed.hosts[0] if views else "")
+    summary = _steps_summary(steps, tl, own, timed.hosts[0] if views else "")
     experiment = interpret(timed.experiment, summary, judged.verdict.bound) if timed.experiment is not None else None
     hosts = tuple(p.host for p in parts) if views else timed.hosts
     return RunReport(
@@ -137,7 +137,7 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
         steps=summary, breakdown=breakdown,
         verdict=measured_verdict(judged.verdict, experiment), bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
-        notes=_notes(len(hosts), timed.problems, steps, eager) + _tracer_notes(timed, tl, tracer, classes[1], steps.numbers, judged.verdict.bound)
+        notes=_notes(len(hosts), timed.problems, steps, eager) + _profiler_notes(timed, tl, own, classes[1], steps.numbers, judged.verdict.bound)
         + capture_note(timed.sidecar, timed.python_samples, steps.count)
         + (ran_ahead_note(tl) if ctx.jax else ()),
         host_op_ps=stats.host_self_ps,
@@ -175,13 +175,13 @@ class Judged:
     paced: str
 
 
-def _judge(trace: Trace, tl, tracer: TracerCost | None, compute, numbers) -> Judged:
-    """The verdict, of the steady state and of the steps less the Python tracer's estimate:
+def _judge(trace: Trace, tl, own: ProfilerCost | None, compute, numbers) -> Judged:
+    """The verdict, of the steady state and of the steps less the profiler's own time:
     steps holding a call's start-up are left out (and named); the pipeline's load is measured on
     the host only, how long its threads work only where the step waits for it."""
     device = tl.device_busy is not None
     startup = startup_steps(trace, tl)
-    judged = less_tracer(tl, tracer)
+    judged = less_profiler(tl, own)
     if len(startup):
         tl, judged = steady(tl, startup), steady(judged, startup)
     parts = _parts(judged)
@@ -236,32 +236,32 @@ def _is_eager(table) -> bool:
     return eager > 0 and eager >= sum(e.self_ps for e in model_ops if not e.eager)
 
 
-def _steps_summary(steps, tl, tracer: TracerCost | None, host: str = "") -> StepsSummary:
-    """`host`: with several hosts, the one whose steps these are (the slowest). With a tracer
-    estimate, each row says its share and the summary gives the steps less it."""
+def _steps_summary(steps, tl, own: ProfilerCost | None, host: str = "") -> StepsSummary:
+    """`host`: with several hosts, the one whose steps these are (the slowest). Where the
+    profiler's own time is known, each row says its share and the summary gives the steps less it."""
     source = f"{steps.source} on host {host}, the slowest" if host else steps.source
     if steps.kind in ("none",) or not len(tl.dur):
         return StepsSummary(0, source, 0, 0, steps.note)
     zeros = np.zeros(len(tl.dur), np.int64)
     device = [x if x is not None else zeros for x in (tl.device_busy, tl.copies, tl.input_wait)]
-    spent = tracer.step_ps if tracer is not None else zeros
+    spent = own.step_ps if own is not None else zeros
     rows = tuple(StepRow(*map(int, values)) for values in
                  zip(steps.numbers, tl.start, tl.dur, tl.input, tl.compute, tl.overhead, tl.idle, *device, spent))
     count = 0 if steps.kind == "window" else len(rows)
     less = {}
-    if tracer is not None:
-        dur = tl.dur - tracer.step_ps
-        less = dict(tracer_ps=int(tracer.step_ps.mean()), median_less_tracer_ps=int(np.median(dur)),
-                    mean_less_tracer_ps=int(dur.mean()))
+    if own is not None:
+        dur = tl.dur - own.step_ps
+        less = dict(profiler_ps=int(own.step_ps.mean()), median_less_profiler_ps=int(np.median(dur)),
+                    mean_less_profiler_ps=int(dur.mean()))
     return StepsSummary(count, source, int(tl.dur.mean()), int(np.median(tl.dur)), steps.note, rows, **less)
 
 
-def _tracer_notes(trace: Trace, tl, tracer: TracerCost | None, compute, numbers, bound: str) -> tuple[str, ...]:
-    """The tracer's note, with the traced steps' own verdict where leaving it out changed it."""
-    if tracer is None:
+def _profiler_notes(trace: Trace, tl, own: ProfilerCost | None, compute, numbers, bound: str) -> tuple[str, ...]:
+    """The profiler's notes, with the traced steps' own verdict where leaving it out changed it."""
+    if own is None:
         return ()
     traced = _judge(trace, tl, None, compute, numbers).verdict.bound
-    return tracer_notes(tracer, bound, traced)
+    return profiler_notes(own, bound, traced)
 
 
 def _notes(hosts: int, problems: tuple[str, ...], steps, eager: bool) -> tuple[str, ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
+from time import perf_counter_ns
 
 import keras
 
@@ -171,17 +172,24 @@ class TraceCallback(keras.callbacks.Callback):
     def _step_begin(self, fn, mode: str):
         def on_batch_begin(batch, *args, **kwargs):
             if mode in self._list_modes:
+                session, began = self._session, perf_counter_ns()
                 self._batch_begin(mode, batch)
+                if session is not None and self._session is session:  # in the window: our own time
+                    session.hooks_ns += perf_counter_ns() - began
             return fn(batch, *args, **kwargs)
         return on_batch_begin
 
     def _step_end(self, fn, mode: str):
         def on_batch_end(batch, *args, **kwargs):
             out = fn(batch, *args, **kwargs)
-            if mode in self._list_modes and self._session is not None:
-                if self._marker is not None:
+            session = self._session
+            if mode in self._list_modes and session is not None:
+                if self._marker is not None:  # not timed as ours: it waits while the device is behind
                     self._pacer.step_ended(args[0] if args else kwargs.get("logs"))
+                began = perf_counter_ns()
                 self._batch_end(mode, batch)
+                if self._session is session:  # not the window's stop (stop_ms)
+                    session.hooks_ns += perf_counter_ns() - began
             return out
         return on_batch_end
 
@@ -288,7 +296,8 @@ class TraceCallback(keras.callbacks.Callback):
         if self._callbacks is None:
             return  # no list found: the other callbacks are unknown
         try:
-            marks.mark_callbacks(self._marks, self._callbacks, TraceCallback, self._session.profiler.region)
+            marks.mark_callbacks(self._marks, self._callbacks, TraceCallback, self._session.profiler.region,
+                                 self._session)
         except Exception:  # the names are a bonus: the window goes on without them
             self._marks.restore()
 

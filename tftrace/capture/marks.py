@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from time import perf_counter_ns
+
 from tftrace.model.names import CALLBACK_MARK as PREFIX
 
 _MISSING = object()
@@ -46,10 +48,10 @@ class Patches:
                 pass
 
 
-def mark_callbacks(patches: Patches, callbacks, skip: type, trace) -> None:
+def mark_callbacks(patches: Patches, callbacks, skip: type, trace, clock=None) -> None:
     """Wrap each hook that `callbacks` (a CallbackList) calls and that does something of its own, on
     every callback but `skip`'s instances, in `trace("tftrace callback <Class>.<hook>")` (a TraceMe:
-    TensorFlow's `Trace` or JAX's `TraceAnnotation`)."""
+    TensorFlow's `Trace` or JAX's `TraceAnnotation`); the marks' own time adds to `clock.hooks_ns`."""
     hooks = [a for a in dir(type(callbacks)) if a.startswith("on_")]
     seen = set()
     for cb in list(getattr(callbacks, "callbacks", None) or ()):
@@ -59,13 +61,26 @@ def mark_callbacks(patches: Patches, callbacks, skip: type, trace) -> None:
         for hook in hooks:
             if _own(cb, hook):
                 name = _name(type(cb).__name__, hook)
-                patches.put(cb, hook, lambda fn, name=name: _marked(fn, name, trace))
+                patches.put(cb, hook, lambda fn, name=name: _marked(fn, name, trace, clock))
 
 
-def _marked(fn, name: str, trace):
-    def marked(*args, **kwargs):
-        with trace(name):
-            return fn(*args, **kwargs)
+def _marked(fn, name: str, trace, clock):
+    if clock is None:
+        def marked(*args, **kwargs):
+            with trace(name):
+                return fn(*args, **kwargs)
+    else:
+        def marked(*args, **kwargs):
+            began = perf_counter_ns()
+            region = trace(name)
+            region.__enter__()
+            entered = perf_counter_ns()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                left = perf_counter_ns()
+                region.__exit__(None, None, None)
+                clock.hooks_ns += perf_counter_ns() - left + entered - began
     marked.__wrapped__ = fn
     return marked
 

@@ -102,6 +102,9 @@ class ProfilerSession:
         # (on JAX each first waiting for the work already dispatched: `start_drain_ms`, `drain_ms`),
         # saved in the sidecar.
         self.cost: dict = {}
+        # tftrace's own hooks inside the window's steps (step markers, the marks around other
+        # callbacks' hooks), timed as they run: `hooks_ms` over `hooks_steps` in the sidecar.
+        self.hooks_ns = 0
         # Run first thing when the window stops, whoever stops it: a window abandoned where no guard
         # saw the exception is stopped by the next capture or at exit, and its opener undoes its part.
         self.on_stop: list = []
@@ -185,6 +188,8 @@ class ProfilerSession:
             _warn(f"could not save the {self.label} profile ({type(e).__name__}: {e})")
             return None
         self.cost["stop_ms"] = round((time.perf_counter() - began) * 1e3, 3)
+        if self.hooks_ns and self.completed:
+            self.cost.update(hooks_ms=round(self.hooks_ns / 1e6, 3), hooks_steps=len(self.completed))
         drained = getattr(self.profiler, "drained_s", None)
         if drained is not None:
             self.cost["drain_ms"] = round(drained * 1e3, 3)

@@ -34,7 +34,7 @@ class StepRow:
     device_busy_ps: int = 0  # runs with a device: kernels and copies the step launched
     copy_ps: int = 0  # the step's device copies (host-to-device, device-to-host...)
     input_wait_ps: int = 0  # the host waits for input data while the device idles
-    tracer_ps: int = 0  # of dur_ps: JAX's Python tracer's estimated cost (the profiler's, not the program's)
+    profiler_ps: int = 0  # of dur_ps: the profiler's own time (analysis/profiler_cost), not the program's
 
 
 @dataclass(frozen=True)
@@ -45,11 +45,11 @@ class StepsSummary:
     median_ps: int
     note: str = ""
     steps: tuple[StepRow, ...] = ()
-    # With JAX's Python tracer in the trace: its estimated cost per step, and the steps less it
-    # (what the breakdown and verdict judge); 0 without an estimate.
-    tracer_ps: int = 0
-    median_less_tracer_ps: int = 0
-    mean_less_tracer_ps: int = 0
+    # The profiler's own time per step (JAX's Python tracer, XLA:CPU's op events, tftrace's hooks),
+    # and the steps less it, which the breakdown and verdict judge; 0 where none is worth naming.
+    profiler_ps: int = 0
+    median_less_profiler_ps: int = 0
+    mean_less_profiler_ps: int = 0
 
 
 @dataclass(frozen=True)

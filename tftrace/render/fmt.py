@@ -19,12 +19,12 @@ def pct(fraction: float) -> str:
     return f"{fraction * 100:.1f}%"
 
 
-def less_tracer(steps) -> str:
-    """What the steps take less JAX's Python tracer (the estimate the breakdown judges), or ""."""
-    if not steps.tracer_ps:
+def less_profiler(steps) -> str:
+    """What the steps take less the profiler's own time (the steps the breakdown judges), or ""."""
+    if not steps.profiler_ps:
         return ""
-    return (f"; less the Python tracer's estimated {ms(steps.tracer_ps)} ms a step: mean "
-            f"~{ms(steps.mean_less_tracer_ps)} ms, median ~{ms(steps.median_less_tracer_ps)} ms")
+    return (f"; less the profiler's own {ms(steps.profiler_ps)} ms a step: mean "
+            f"~{ms(steps.mean_less_profiler_ps)} ms, median ~{ms(steps.median_less_profiler_ps)} ms")
 
 
 OWNERS_TITLE = "Owners (who holds each step: share of the mean step with the gap after it)"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tftrace.render.html_flame import flame_chart
-from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, less_tracer, owner_cells, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
+from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, owner_cells, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
                                 params, pct, projection, where)
 from tftrace.render.html_memory import memory_html
 from tftrace.render.html_charts import (LAYER_COLOR, PART_COLORS, category_color, esc,
@@ -60,9 +60,9 @@ def _header(run) -> str:
     if st.count:
         facts += [("steps", str(st.count), f"from {st.source}"), ("mean step", f"{ms(st.mean_ps)} ms"),
                   ("median step", f"{ms(st.median_ps)} ms")]
-        if st.tracer_ps:
-            facts += [("less the Python tracer", f"~{ms(st.median_less_tracer_ps)} ms",
-                       f"median; its estimated {ms(st.tracer_ps)} ms a step left out")]
+        if st.profiler_ps:
+            facts += [("less the profiler", f"~{ms(st.median_less_profiler_ps)} ms",
+                       f"median; its own {ms(st.profiler_ps)} ms a step left out")]
     else:
         facts.append(("steps", f"none found ({st.source})"))
     cells = "".join(f'<div class="fact"><dt>{esc(k)}</dt><dd>{esc(v)}'

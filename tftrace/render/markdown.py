@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, less_tracer, experiment_head, experiment_skipped,
+from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, less_profiler, experiment_head, experiment_skipped,
                                 main_share_basis, ms, op_share_basis, owner_cells,
                                 params, pct, projection, where)
 from tftrace.render.markdown_memory import memory_lines
@@ -41,7 +41,7 @@ def _run(run) -> list[str]:
                f"{'; eager execution' if run.eager else ''}")
     if st.count:
         out.append(f"- steps: {st.count} (from {_cell(st.source)}), mean {ms(st.mean_ps)} ms, median {ms(st.median_ps)} ms"
-                   f"{_cell(less_tracer(st))}")
+                   f"{_cell(less_profiler(st))}")
     else:
         out.append(f"- steps: none found ({_cell(st.source)})")
     if st.note:

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
-from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, less_tracer, owner_cells, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
+from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, less_profiler, owner_cells, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
                                 params, pct, projection, tail, where)
 from tftrace.render.text_memory import memory_section
 from tftrace.render.wrap import breaks, labelled, say
@@ -57,7 +57,7 @@ def _run(console: Console, run) -> None:
     st = run.steps
     if st.count:
         labelled(console, "steps: ", f"{st.count} (from {escape(st.source)}), mean {ms(st.mean_ps)} ms, "
-                 f"median {ms(st.median_ps)} ms{escape(less_tracer(st))}", _INDENT)
+                 f"median {ms(st.median_ps)} ms{escape(less_profiler(st))}", _INDENT)
     else:
         labelled(console, "steps: ", f"none found ({escape(st.source)})", _INDENT)
     if st.note:

@@ -13,6 +13,7 @@ from tftrace.analysis.ops import OpEntry, OpStats
 from tftrace.analysis.overhead import Overhead
 from tftrace.analysis.pipeline_load import PipelineLoad
 from tftrace.analysis.steps.found import Steps
+from tftrace.analysis.profiler_cost import ProfilerCost
 from tftrace.analysis.tracer_cost import TracerCost
 from tftrace.model.events import Trace
 from tftrace.model.memory import AllocatorRow
@@ -43,7 +44,7 @@ class Context:
     paced: str = ""  # why the input pipeline sets the step time, "" if it does not (analysis.verdict.paced)
     bound: str = "unknown"  # the verdict's
     memory: tuple[AllocatorRow, ...] = ()  # every allocator of the run, largest peak first
-    tracer: TracerCost | None = None  # what JAX's Python tracer adds to each step; None without its events, or small
+    profiler: ProfilerCost | None = None  # the profiler's own time in each step, by source; None if small
 
     @property
     def n(self) -> int:
@@ -91,6 +92,11 @@ class Context:
     def torch(self) -> bool:
         """A PyTorch run (a Kineto trace): fixes in torch's idiom, not Keras'."""
         return self.trace.format == "kineto"
+
+    @property
+    def tracer(self) -> TracerCost | None:
+        """What JAX's Python tracer adds to each step; None without its events, or when small."""
+        return self.profiler.tracer if self.profiler is not None else None
 
     @property
     def tracer_ps(self) -> int:

@@ -1,6 +1,6 @@
 """What named owners claim of the host's time per iteration: callbacks' hooks (marked by
 TraceCallback or seen by JAX's Python tracer), the user's Python functions (their own time and
-the library calls they make), and the profiler's own cost (JAX's Python tracer)."""
+the library calls they make), and the profiler's own time (analysis/profiler_cost)."""
 
 from __future__ import annotations
 
@@ -101,14 +101,19 @@ def _python(ctx, key, parts: dict, out, hooked: bool) -> None:
 
 
 def _profiler(ctx, key, parts: dict, out) -> None:
-    """JAX's Python tracer's estimated cost in each step (of its host overhead) and the gap after
-    it (of its idle time): the capture's own work, never the program's."""
-    cost = ctx.tracer
+    """The profiler's own time (JAX's Python tracer, XLA:CPU's op events, tftrace's hooks) in each
+    step, of its host overhead, and in the gap after it, of its idle time: the capture's own work,
+    never the program's."""
+    cost = ctx.profiler
     if cost is None:
         return
-    k = key(OwnerKey("profiler", "JAX's Python tracer"))
-    from_host = np.minimum(cost.step_ps, parts["host_overhead"])
-    out["host_overhead"][k] = (from_host, 0.0)
-    rest = np.minimum(np.r_[cost.gap_ps[1:], 0], parts["idle"])  # an iteration's gap is the one after its step
-    if rest.any():
-        out["idle"][k] = (rest, 0.0)
+    host, idle = parts["host_overhead"].copy(), parts["idle"].copy()
+    for source in cost.sources:
+        k = key(OwnerKey("profiler", source.owner))
+        took = np.minimum(source.step_ps, host)
+        host -= took
+        out["host_overhead"][k] = (took, 0.0)
+        rest = np.minimum(np.r_[source.gap_ps[1:], 0], idle)  # an iteration's gap is the one after its step
+        idle -= rest
+        if rest.any():
+            out["idle"][k] = (rest, 0.0)

@@ -1,0 +1,135 @@
+"""The profiler's own time inside each step, by source: JAX's Python tracer's calls (estimated,
+analysis/tracer_cost.py), the op events XLA:CPU records for each thunk it runs (estimated per
+event), and tftrace's own hooks while the window ran (timed by the capture, in its sidecar). The
+steps the breakdown and verdict judge are the traced ones less this."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from tftrace.analysis.breakdown import Timeline
+from tftrace.analysis.tracer_cost import MAX_OF_HOST, TracerCost, tracer_cost
+from tftrace.model.events import Trace
+
+# What recording one XLA:CPU thunk event costs the module run it times: jitted chains of 100 and
+# 400 small matmuls on this project's 2-core x86 machines (JAX 0.10, CPU client) ran 0.26 us a
+# thunk event slower with the profiler on (0.18-0.26 us in other runs); their calls' own events
+# add nothing measurable.
+PS_PER_THUNK_EVENT = 250_000
+MIN_SHARE = 0.01  # a source under this share of step time is left in the steps, unnamed
+
+TRACER = "JAX's Python tracer"
+OP_EVENTS = "XLA:CPU's op events"
+HOOKS = "tftrace's hooks"
+
+
+@dataclass(frozen=True, eq=False)
+class Source:
+    owner: str  # the profiler's part that costs it (TRACER, OP_EVENTS, HOOKS)
+    how: str  # how it was found: "13,077 calls a step at ~0.4 us each, estimated", "timed"
+    step_ps: np.ndarray  # per step, of its host overhead
+    gap_ps: np.ndarray  # per step, of the gap before it (the tracer's calls between steps)
+    share: float  # of the steps with their gaps
+
+    @property
+    def ps_per_step(self) -> float:
+        return float(self.step_ps.sum() + self.gap_ps.sum()) / max(len(self.step_ps), 1)
+
+
+@dataclass(frozen=True, eq=False)
+class ProfilerCost:
+    sources: tuple[Source, ...]
+    tracer: TracerCost | None  # the Python tracer's estimate, which the findings' projections use too
+    share: float  # of the steps with their gaps
+
+    @property
+    def step_ps(self) -> np.ndarray:
+        return sum(s.step_ps for s in self.sources)
+
+    @property
+    def gap_ps(self) -> np.ndarray:
+        return sum(s.gap_ps for s in self.sources)
+
+    @property
+    def ps_per_step(self) -> float:
+        return sum(s.ps_per_step for s in self.sources)
+
+
+def profiler_cost(trace: Trace, tl: Timeline) -> ProfilerCost | None:
+    """Each source's cost in each step, together never more than the step's host overhead (work
+    that ran beside the step's ops did not lengthen it), the estimated ones no more than
+    MAX_OF_HOST of it; None when none is worth naming."""
+    n = len(tl.dur)
+    if not n or tl.wall_ps <= 0:
+        return None
+    tracer = tracer_cost(trace, tl)
+    sources = []
+    room = tl.overhead.astype(np.int64)
+    estimated = (MAX_OF_HOST * tl.overhead).astype(np.int64)  # what estimates may take, together
+    if tracer is not None:
+        sources.append(Source(TRACER, f"{tracer.calls_per_step:,.0f} calls a step at ~{tracer.ps_per_call / 1e6:.1f} us "
+                              "each, estimated", tracer.step_ps, tracer.gap_ps, tracer.share))
+        room, estimated = room - tracer.step_ps, estimated - tracer.step_ps
+    for owner, how, want in (_op_events(trace, tl), _hooks(trace, n)):
+        if want is None:
+            continue
+        took = np.maximum(np.minimum(want, estimated if owner == OP_EVENTS else room), 0).astype(np.int64)
+        if took.sum() < MIN_SHARE * tl.wall_ps:
+            continue
+        room, estimated = room - took, estimated - took
+        sources.append(Source(owner, how, took, np.zeros(n, np.int64), float(took.sum()) / tl.wall_ps))
+    if not sources:
+        return None
+    cost = sum(s.ps_per_step for s in sources) * n
+    return ProfilerCost(tuple(sources), tracer, cost / tl.wall_ps)
+
+
+def _op_events(trace: Trace, tl: Timeline) -> tuple[str, str, np.ndarray | None]:
+    """XLA:CPU's thunk events in each step at PS_PER_THUNK_EVENT each: a run with no device only
+    (a GPU's or TPU's op events are recorded by the device's tracer, off the host's step)."""
+    if trace.devices:
+        return OP_EVENTS, "", None
+    codes = [c for c, op in trace.ops.items() if op.kind == "xla"]
+    if not codes:
+        return OP_EVENTS, "", None
+    starts = np.sort(trace.events["start_ps"][np.flatnonzero(trace.named(codes))])
+    counts = np.searchsorted(starts, tl.start + tl.dur) - np.searchsorted(starts, tl.start)
+    how = f"{counts.mean():,.0f} events a step at ~{PS_PER_THUNK_EVENT / 1e6:.2f} us each, estimated"
+    return OP_EVENTS, how, counts * PS_PER_THUNK_EVENT
+
+
+def _hooks(trace: Trace, n: int) -> tuple[str, str, np.ndarray | None]:
+    """tftrace's own hooks inside the window's steps, as the capture timed them (its step markers,
+    the marks around other callbacks' hooks): the same share of every step."""
+    cost = trace.sidecar.get("capture_cost") if isinstance(trace.sidecar, dict) else None
+    if not isinstance(cost, dict):
+        return HOOKS, "", None
+    total, steps = cost.get("hooks_ms"), cost.get("hooks_steps")
+    if not isinstance(total, (int, float)) or not isinstance(steps, int) or steps <= 0 or total <= 0:
+        return HOOKS, "", None
+    per = total * 1e9 / steps
+    return HOOKS, "timed by the capture", np.full(n, round(per), np.int64)
+
+
+def less_profiler(tl: Timeline, cost: ProfilerCost | None) -> Timeline:
+    """The steps as the program runs them: each step and gap less the profiler's own time, taken
+    from its host overhead and idle time (the merged intervals are the trace's, unchanged)."""
+    if cost is None:
+        return tl
+    step, gap = cost.step_ps, cost.gap_ps
+    return dataclasses.replace(tl, dur=tl.dur - step, overhead=tl.overhead - step, idle=tl.idle - gap)
+
+
+def profiler_notes(cost: ProfilerCost, bound: str, traced_bound: str) -> tuple[str, ...]:
+    """A note for each source with what it costs a step; where leaving them out changed the
+    verdict, one with the traced steps' own (notes are short)."""
+    notes = [f"{s.owner}: ~{s.ps_per_step / 1e9:.3f} ms ({s.share:.0%}) of each step ({s.how}), the profiler's, "
+             "left out of the steps judged" for s in cost.sources]
+    if traced_bound != bound:
+        off = " (TraceCallback(python_tracer=False))" if cost.tracer is not None else ""
+        notes.append(f"with it the traced steps read {traced_bound.replace('_', ' ')}-bound: capture with less of it{off} "
+                     "to measure without it")
+    return tuple(notes)
