@@ -307,6 +307,32 @@ def test_no_finding_blames_the_capture_and_one_note_says_what_it_cost(captured):
         assert 1 <= cost["hooks_steps"] <= len(meta["steps"]) and 0 < cost["hooks_ms"] / cost["hooks_steps"] < 0.5, cost
 
 
+def test_the_steps_after_each_window_are_timed_untraced_and_set_against_its_steps(captured):
+    """After a window the rest of its call's stretch (to the epoch's last batch, before validation) is
+    timed with no profiler running, two clock readings, into the sidecar; the report compares."""
+    log_dir, _cb = captured
+    timed = {}
+    for run in runs_in(log_dir):
+        meta = json.load(open(os.path.join(run, "tftrace_run.json")))
+        if "untraced" not in meta:  # fit's validation pass: its length is not known as it runs
+            assert meta["label"] == "evaluate", run
+            continue
+        untraced, last = meta["untraced"], meta["steps"][-1]
+        assert untraced["steps"] == 96 // 8 - last - 1 and untraced["ms_per_step"] > 0, (run, untraced)
+        report = analyze(run).to_dict()["runs"][0]
+        steps = report["steps"]
+        assert steps["untraced_steps"] == untraced["steps"]
+        assert steps["untraced_ms"] == pytest.approx(untraced["ms_per_step"], abs=1e-3)
+        # The same model's steps either side of the profiler stopping: not 5x apart (a stretch that
+        # took in the validation pass's set-up, or the stop itself, would be).
+        turns = [a["dur_ms"] + b["idle_ms"] for a, b in zip(steps["steps"], steps["steps"][1:])]
+        assert 0.2 <= untraced["ms_per_step"] / (sum(turns) / len(turns)) <= 5, (untraced, turns)
+        (note,) = [n for n in report["notes"] if n.startswith("untraced, ")]
+        assert f"{untraced['steps']} steps after the window" in note
+        timed[meta["label"]] = untraced["steps"]
+    assert set(timed) == {"fit_epoch1", "predict"}, timed
+
+
 def test_tf_keras_fit_and_predict_where_installed(tmp_path):
     tfk = pytest.importorskip("tf_keras")  # not in the test extra: it pulls `tensorflow` over tensorflow-cpu
     model = tfk.Sequential([tfk.Input((8, 8, 3)), tfk.layers.Conv2D(4, 3, name="conv"), tfk.layers.Flatten(),

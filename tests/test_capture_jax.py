@@ -140,6 +140,23 @@ def test_the_profilers_own_time_in_a_plain_fits_steps_is_left_out_of_the_steps_j
         assert any(n.startswith(f"{owner}: ~") and "left out of the steps judged" in n for n in report.notes), report.notes
 
 
+def test_the_steps_after_the_window_are_timed_untraced_once_the_device_ran_them(captured):
+    """The rest of the epoch after the window, timed with no profiler running and nothing per batch:
+    from the profiler's stop to the last batch's end hook, where the host waits once for the device
+    it ran ahead of (else the figure would time the dispatch); the validation pass's set-up is not
+    in it. The report sets the traced steps against it."""
+    _out, results = captured
+    fit, validation = results["plain"]["runs"][:2]
+    meta = _sidecar(fit)
+    untraced, last = meta["untraced"], meta["steps"][-1]
+    assert untraced["steps"] == 96 // 8 - last - 1 and untraced["ms_per_step"] > 0, untraced
+    assert "untraced" not in _sidecar(validation)  # fit's validation pass: its length is unknown as it runs
+    steps = analyze(fit).to_dict()["runs"][0]["steps"]
+    turns = [a["dur_ms"] + b["idle_ms"] for a, b in zip(steps["steps"], steps["steps"][1:])]
+    assert 0.2 <= untraced["ms_per_step"] / (sum(turns) / len(turns)) <= 5, (untraced, turns)
+    assert steps["untraced_steps"] == untraced["steps"]
+
+
 def test_a_stock_capture_whose_host_ran_ahead_gets_steps_paced_by_xla_cpu(captured):
     """jax.profiler around a loop that never waits: the markers time only the dispatch (~0.01 ms);
     the steps are the module's runs on XLA's threads, as long as the loop's untraced steps."""

@@ -97,3 +97,16 @@ def test_bad_input_names_the_side(side, tmp_path):
     junk.write_text("{not json")
     proc = run_cli("diff", GAP, str(junk)) if side == "candidate" else run_cli("diff", str(junk), GAP)
     assert proc.returncode == 2 and f"{side}: " in proc.stderr and "not valid JSON" in proc.stderr
+
+
+def test_steps_are_compared_less_the_profilers_own_time_as_each_report_judges_them():
+    """A stock H200 capture with JAX's Python tracer on: the diff's steps are the report's judged
+    ones (the traced less the tracer's estimated cost), and a note says so."""
+    path = sample("gpu_jax", "keras_run_eagerly")
+    run = tftrace.analyze(path).runs[0]
+    assert 0 < run.steps.median_less_profiler_ps < run.steps.median_ps
+    d = tftrace.diff(path, path)
+    assert d.step_time.baseline_ps == d.step_time.candidate_ps == run.steps.median_less_profiler_ps
+    judged = [s.dur_ps - s.profiler_ps for s in run.steps.steps]
+    assert [s.dur_ps for s in d.baseline_step_times] == judged
+    assert any(n.startswith("steps compared less the profiler's own time") for n in d.notes), d.notes

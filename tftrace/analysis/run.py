@@ -28,6 +28,7 @@ from tftrace.analysis.steps.ran_ahead import ran_ahead_note
 from tftrace.analysis.capture_cost import capture_note
 from tftrace.analysis.steps.cpu_pace import paced_by_module_runs
 from tftrace.analysis.profiler_cost import ProfilerCost, less_profiler, profiler_cost, profiler_notes
+from tftrace.analysis.untraced_pace import UntracedPace, untraced_note, untraced_pace
 from tftrace.analysis.verdict import HIGHLY_INPUT, paced, verdict
 from tftrace.analysis.steps.cut_short import window_note
 from tftrace.model.report import DEFAULT_TOP, Breakdown, DeviceRow, RunReport, StepRow, StepsSummary, Verdict
@@ -128,7 +129,8 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
                   hosts=tuple(views), load=judged.load, paced=judged.paced, bound=judged.verdict.bound,
                   memory=memory_rows)
     found = diagnose(ctx)
-    summary = _steps_summary(steps, tl, own, timed.hosts[0] if views else "")
+    pace = untraced_pace(timed.sidecar, tl, own)
+    summary = _steps_summary(steps, tl, own, timed.hosts[0] if views else "", pace)
     experiment = interpret(timed.experiment, summary, judged.verdict.bound) if timed.experiment is not None else None
     hosts = tuple(p.host for p in parts) if views else timed.hosts
     return RunReport(
@@ -138,7 +140,7 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
         verdict=measured_verdict(judged.verdict, experiment), bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
         notes=_notes(len(hosts), timed.problems, steps, eager) + _profiler_notes(timed, tl, own, classes[1], steps.numbers, judged.verdict.bound)
-        + capture_note(timed.sidecar, timed.python_samples, steps.count)
+        + untraced_note(pace) + capture_note(timed.sidecar, timed.python_samples, steps.count)
         + (ran_ahead_note(tl) if ctx.jax else ()),
         host_op_ps=stats.host_self_ps,
         device_op_ps=stats.device_self_ps, per_host=host_rows(views),
@@ -236,9 +238,10 @@ def _is_eager(table) -> bool:
     return eager > 0 and eager >= sum(e.self_ps for e in model_ops if not e.eager)
 
 
-def _steps_summary(steps, tl, own: ProfilerCost | None, host: str = "") -> StepsSummary:
+def _steps_summary(steps, tl, own: ProfilerCost | None, host: str = "", pace: UntracedPace | None = None) -> StepsSummary:
     """`host`: with several hosts, the one whose steps these are (the slowest). Where the
-    profiler's own time is known, each row says its share and the summary gives the steps less it."""
+    profiler's own time is known, each row says its share and the summary gives the steps less it;
+    `pace`: the same call's steps the capture timed untraced."""
     source = f"{steps.source} on host {host}, the slowest" if host else steps.source
     if steps.kind in ("none",) or not len(tl.dur):
         return StepsSummary(0, source, 0, 0, steps.note)
@@ -248,12 +251,14 @@ def _steps_summary(steps, tl, own: ProfilerCost | None, host: str = "") -> Steps
     rows = tuple(StepRow(*map(int, values)) for values in
                  zip(steps.numbers, tl.start, tl.dur, tl.input, tl.compute, tl.overhead, tl.idle, *device, spent))
     count = 0 if steps.kind == "window" else len(rows)
-    less = {}
+    extra = {}
     if own is not None:
         dur = tl.dur - own.step_ps
-        less = dict(profiler_ps=int(own.step_ps.mean()), median_less_profiler_ps=int(np.median(dur)),
+        extra = dict(profiler_ps=int(own.step_ps.mean()), median_less_profiler_ps=int(np.median(dur)),
                     mean_less_profiler_ps=int(dur.mean()))
-    return StepsSummary(count, source, int(tl.dur.mean()), int(np.median(tl.dur)), steps.note, rows, **less)
+    if pace is not None:
+        extra.update(untraced_ps=pace.ps, untraced_steps=pace.steps)
+    return StepsSummary(count, source, int(tl.dur.mean()), int(np.median(tl.dur)), steps.note, rows, **extra)
 
 
 def _profiler_notes(trace: Trace, tl, own: ProfilerCost | None, compute, numbers, bound: str) -> tuple[str, ...]:

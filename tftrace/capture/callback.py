@@ -15,6 +15,7 @@ from tftrace.capture.pacing import Pacer
 from tftrace.capture.server import serve
 from tftrace.capture.session import ProfilerSession
 from tftrace.capture.step_functions import STEP_FUNCTIONS
+from tftrace.capture.untraced import AfterWindow
 from tftrace.capture.warn import warn as _warn
 from tftrace.capture.window import Window
 from tftrace.capture.sidecar import describe
@@ -129,9 +130,11 @@ class TraceCallback(keras.callbacks.Callback):
         self._marks = marks.Patches()  # the other callbacks' hooks, named while a window is open
         self._modes: list[str] = []  # running now: fit's validation pass runs evaluate inside fit
         self._experiments = CallExperiments(confirm, self._pacer)  # confirm=True's clocks and experiments
+        self._after: AfterWindow | None = None  # the call's steps after its window, timed untraced
 
     # -- window bookkeeping -------------------------------------------------------------------
     def _begin_mode(self, mode: str) -> None:
+        self._end_after(synced=False)  # fit's validation pass (no list wrapped: no last batch's end hook)
         if self._unsupported and not self._disabled:
             self._disabled = True  # warned once per callback: every call would say the same
             _warn(f"capture is not available on Keras' {self._backend} backend (tftrace drives TensorFlow's, "
@@ -152,9 +155,10 @@ class TraceCallback(keras.callbacks.Callback):
         if self._callbacks is not None:
             self._async = frozenset(m for m in _MODES if getattr(self._callbacks, f"_async_{m}", False))
             self._wrap_steps()
-            # Guarded over the step wrappers: an exception in our bookkeeping is seen too.
+            # The batch hooks the step wrappers took are guarded by them (one wrapper less a batch).
+            stepped = {f"on_{m}_batch_{end}" for m in self._list_modes for end in ("begin", "end")}
             for attr in dir(type(self._callbacks)):
-                if attr.startswith("on_"):
+                if attr.startswith("on_") and attr not in stepped:
                     self._guards.wrap(self._callbacks, attr)
 
     def _wrap_steps(self) -> None:
@@ -170,27 +174,41 @@ class TraceCallback(keras.callbacks.Callback):
                 self._list_modes.add(mode)
 
     def _step_begin(self, fn, mode: str):
-        def on_batch_begin(batch, *args, **kwargs):
-            if mode in self._list_modes:
-                session, began = self._session, perf_counter_ns()
-                self._batch_begin(mode, batch)
-                if session is not None and self._session is session:  # in the window: our own time
-                    session.hooks_ns += perf_counter_ns() - began
-            return fn(batch, *args, **kwargs)
+        def on_batch_begin(batch, logs=None):  # a CallbackList's signature: no packing of arguments
+            try:
+                if mode in self._list_modes:
+                    session = self._session
+                    if session is None:  # outside a window: only whether one opens here
+                        self._batch_begin(mode, batch)
+                    else:
+                        began = perf_counter_ns()
+                        self._batch_begin(mode, batch)
+                        if self._session is session:  # in the window: our own time
+                            session.hooks_ns += perf_counter_ns() - began
+                return fn(batch, logs)
+            except BaseException as e:
+                self._raised(e)
+                raise
         return on_batch_begin
 
     def _step_end(self, fn, mode: str):
-        def on_batch_end(batch, *args, **kwargs):
-            out = fn(batch, *args, **kwargs)
-            session = self._session
-            if mode in self._list_modes and session is not None:
-                if self._marker is not None:  # not timed as ours: it waits while the device is behind
-                    self._pacer.step_ended(args[0] if args else kwargs.get("logs"))
-                began = perf_counter_ns()
-                self._batch_end(mode, batch)
-                if self._session is session:  # not the window's stop (stop_ms)
-                    session.hooks_ns += perf_counter_ns() - began
-            return out
+        def on_batch_end(batch, logs=None):
+            try:
+                out = fn(batch, logs)
+                session = self._session
+                if session is not None and mode in self._list_modes:
+                    if self._marker is not None:  # not timed as ours: it waits while the device is behind
+                        self._pacer.step_ended(logs)
+                    began = perf_counter_ns()
+                    self._batch_end(mode, batch)
+                    if self._session is session:  # not the window's stop (stop_ms)
+                        session.hooks_ns += perf_counter_ns() - began
+                elif self._after is not None and batch >= self._after.last and mode == self._after.mode:
+                    self._end_after(synced=False)  # the steps after the window, timed untraced
+                return out
+            except BaseException as e:
+                self._raised(e)
+                raise
         return on_batch_end
 
     def _unwrap_steps(self) -> None:
@@ -210,6 +228,7 @@ class TraceCallback(keras.callbacks.Callback):
         self._modes.clear()
         self._windows.clear()
         self._experiments.clear()
+        self._after = None  # a stretch an exception cut short times nothing
         self._in_fit = False
 
     @property
@@ -341,6 +360,9 @@ class TraceCallback(keras.callbacks.Callback):
             self.runs.append(run)
             if cut_short is None:
                 self._experiments.captured(mode, run, len(session.steps), time.perf_counter() - self._opened_at)
+                if session.steps:
+                    self._after = AfterWindow.arm(run, mode, session.steps[-1] + self._spe - 1,
+                                                  self._total_steps(mode), self._pacer.settle)
         if mode != "train":
             self._done.add(mode)
 
@@ -352,7 +374,13 @@ class TraceCallback(keras.callbacks.Callback):
         except Exception as e:  # metadata is a bonus; never fail the capture for it
             return {"mode": _MODES[mode], "error": f"{type(e).__name__}: {e}"}
 
+    def _end_after(self, synced: bool) -> None:
+        after, self._after = self._after, None
+        if after is not None:
+            after.end(synced)
+
     def _end_mode(self, mode: str) -> None:
+        self._end_after(synced=False)  # evaluate's or predict's outputs may still be on their way
         self._guards.restore(self._keras_model, _STEP_FUNCTIONS[mode])
         w = self._windows.get(mode)
         if w is not None and w.enabled and not w.reached and not w.default and self._wanted(mode):
@@ -370,6 +398,11 @@ class TraceCallback(keras.callbacks.Callback):
             self._unwrap_steps()
 
     # -- an exception anywhere in the call must not leave the profiler running ------------------
+    def _raised(self, exc: BaseException) -> None:
+        """As a guard does, for the batch hooks our step wrappers hold: a loop's normal end passes."""
+        if not guard.normal_end(exc):
+            self._abort(exc)
+
     def _abort(self, exc: BaseException) -> None:
         """Something raised out of a guarded call: Keras skips the end hooks, so close the window
         here (the exception goes on unchanged). Never raises: that would replace the user's error."""
@@ -451,6 +484,7 @@ class TraceCallback(keras.callbacks.Callback):
         self._own_end("train", batch)
 
     def on_epoch_end(self, epoch, logs=None):
+        self._end_after(synced=True)  # Keras has read every step's logs
         self._experiments.end("train")
         if self._session is not None and self._session.label.startswith("fit"):
             short = self._windows["train"].default and self._session.steps

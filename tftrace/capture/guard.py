@@ -7,7 +7,7 @@ import sys
 import threading
 
 
-def _normal_end(exc: BaseException) -> bool:
+def normal_end(exc: BaseException) -> bool:
     # How Keras' loops end an epoch or a call: not an interruption.
     return isinstance(exc, StopIteration) or type(exc).__name__ == "OutOfRangeError"
 
@@ -17,7 +17,7 @@ def _wrapper(fn, handlers: list, own: bool):
         try:
             return fn(*args, **kwargs)
         except BaseException as e:
-            if not _normal_end(e):
+            if not normal_end(e):
                 for handler in list(handlers):
                     handler(e)
             raise  # the same exception, its traceback only grown by this frame

@@ -50,6 +50,10 @@ class StepsSummary:
     profiler_ps: int = 0
     median_less_profiler_ps: int = 0
     mean_less_profiler_ps: int = 0
+    # The same call's steps after the window, timed by TraceCallback with no profiler running (a
+    # turn of the loop, the gap included), and how many; 0 where none were timed.
+    untraced_ps: int = 0
+    untraced_steps: int = 0
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ _FIELDS = {
     "mode": str, "model": str, "tensorflow_version": str, "keras_version": str,
     "batch_size": (int, type(None)), "params": int, "trainable_params": int,
     "label": str, "layers": list, "layer_names": list, "layer_params": dict, "regions": list, "steps": list,
-    "cut_short": dict,
+    "cut_short": dict, "untraced": dict,
 }
 
 

@@ -20,11 +20,14 @@ def pct(fraction: float) -> str:
 
 
 def less_profiler(steps) -> str:
-    """What the steps take less the profiler's own time (the steps the breakdown judges), or ""."""
-    if not steps.profiler_ps:
-        return ""
-    return (f"; less the profiler's own {ms(steps.profiler_ps)} ms a step: mean "
-            f"~{ms(steps.mean_less_profiler_ps)} ms, median ~{ms(steps.median_less_profiler_ps)} ms")
+    """What the steps take less the profiler's own time (the steps the breakdown judges), and the
+    same call's steps timed untraced, or ""."""
+    less = (f"; less the profiler's own {ms(steps.profiler_ps)} ms a step: mean "
+            f"~{ms(steps.mean_less_profiler_ps)} ms, median ~{ms(steps.median_less_profiler_ps)} ms"
+            if steps.profiler_ps else "")
+    untraced = (f"; untraced after the window {ms(steps.untraced_ps)} ms a step, gap included ({steps.untraced_steps} steps)"
+                if steps.untraced_ps else "")
+    return less + untraced
 
 
 OWNERS_TITLE = "Owners (who holds each step: share of the mean step with the gap after it)"
