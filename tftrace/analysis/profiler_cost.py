@@ -1,7 +1,8 @@
 """The profiler's own time inside each step, by source: JAX's Python tracer's calls (estimated,
 analysis/tracer_cost.py), the op events XLA:CPU records for each thunk it runs (estimated per
-event), and tftrace's own hooks while the window ran (timed by the capture, in its sidecar). The
-steps the breakdown and verdict judge are the traced ones less this."""
+event), tftrace's own hooks while the window ran (timed by the capture, in its sidecar), and its
+stack sampler's ticks (timed by the sampler, in its samples file). The steps the breakdown and
+verdict judge are the traced ones less this."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ MIN_SHARE = 0.01  # a source under this share of step time is left in the steps,
 TRACER = "JAX's Python tracer"
 OP_EVENTS = "XLA:CPU's op events"
 HOOKS = "tftrace's hooks"
+SAMPLER = "tftrace's stack sampler"
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,45 +75,63 @@ def profiler_cost(trace: Trace, tl: Timeline) -> ProfilerCost | None:
         sources.append(Source(TRACER, f"{tracer.calls_per_step:,.0f} calls a step at ~{tracer.ps_per_call / 1e6:.1f} us "
                               "each, estimated", tracer.step_ps, tracer.gap_ps, tracer.share))
         room, estimated = room - tracer.step_ps, estimated - tracer.step_ps
-    for owner, how, want in (_op_events(trace, tl), _hooks(trace, n)):
+    for owner, how, want, gap in (_op_events(trace, tl), _hooks(trace, n), _sampler(trace, tl)):
         if want is None:
             continue
         took = np.maximum(np.minimum(want, estimated if owner == OP_EVENTS else room), 0).astype(np.int64)
-        if took.sum() < MIN_SHARE * tl.wall_ps:
+        gap = np.minimum(gap, tl.idle) if gap is not None else np.zeros(n, np.int64)
+        if took.sum() + gap.sum() < MIN_SHARE * tl.wall_ps:
             continue
         room, estimated = room - took, estimated - took
-        sources.append(Source(owner, how, took, np.zeros(n, np.int64), float(took.sum()) / tl.wall_ps))
+        sources.append(Source(owner, how, took, gap, float(took.sum() + gap.sum()) / tl.wall_ps))
     if not sources:
         return None
     cost = sum(s.ps_per_step for s in sources) * n
     return ProfilerCost(tuple(sources), tracer, cost / tl.wall_ps)
 
 
-def _op_events(trace: Trace, tl: Timeline) -> tuple[str, str, np.ndarray | None]:
+def _op_events(trace: Trace, tl: Timeline) -> tuple[str, str, np.ndarray | None, None]:
     """XLA:CPU's thunk events in each step at PS_PER_THUNK_EVENT each: a run with no device only
     (a GPU's or TPU's op events are recorded by the device's tracer, off the host's step)."""
     if trace.devices:
-        return OP_EVENTS, "", None
+        return OP_EVENTS, "", None, None
     codes = [c for c, op in trace.ops.items() if op.kind == "xla"]
     if not codes:
-        return OP_EVENTS, "", None
+        return OP_EVENTS, "", None, None
     starts = np.sort(trace.events["start_ps"][np.flatnonzero(trace.named(codes))])
     counts = np.searchsorted(starts, tl.start + tl.dur) - np.searchsorted(starts, tl.start)
     how = f"{counts.mean():,.0f} events a step at ~{PS_PER_THUNK_EVENT / 1e6:.2f} us each, estimated"
-    return OP_EVENTS, how, counts * PS_PER_THUNK_EVENT
+    return OP_EVENTS, how, counts * PS_PER_THUNK_EVENT, None
 
 
-def _hooks(trace: Trace, n: int) -> tuple[str, str, np.ndarray | None]:
+def _hooks(trace: Trace, n: int) -> tuple[str, str, np.ndarray | None, None]:
     """tftrace's own hooks inside the window's steps, as the capture timed them (its step markers,
     the marks around other callbacks' hooks): the same share of every step."""
     cost = trace.sidecar.get("capture_cost") if isinstance(trace.sidecar, dict) else None
     if not isinstance(cost, dict):
-        return HOOKS, "", None
+        return HOOKS, "", None, None
     total, steps = cost.get("hooks_ms"), cost.get("hooks_steps")
     if not isinstance(total, (int, float)) or not isinstance(steps, int) or steps <= 0 or total <= 0:
-        return HOOKS, "", None
+        return HOOKS, "", None, None
     per = total * 1e9 / steps
-    return HOOKS, "timed by the capture", np.full(n, round(per), np.int64)
+    return HOOKS, "timed by the capture", np.full(n, round(per), np.int64), None
+
+
+def _sampler(trace: Trace, tl: Timeline) -> tuple[str, str, np.ndarray | None, np.ndarray | None]:
+    """The stack sampler's ticks in each step and in the gap before it, at its own timed cost a
+    tick (its thread holds the GIL while it reads every thread's stack)."""
+    data = trace.python_samples
+    if not isinstance(data, dict) or not trace.profile_start_ns:
+        return SAMPLER, "", None, None
+    busy, ticks = data.get("sampler_busy_ns"), np.asarray(data.get("ticks", ()), np.int64)
+    if isinstance(busy, bool) or not isinstance(busy, (int, float)) or busy <= 0 or not len(ticks):
+        return SAMPLER, "", None, None
+    per = busy * 1000 / len(ticks)  # ps a tick
+    at = np.sort((ticks - next(iter(trace.profile_start_ns.values()))) * 1000)
+    begins, ends = np.searchsorted(at, tl.start), np.searchsorted(at, tl.start + tl.dur)
+    before = np.searchsorted(at, tl.start - tl.idle)
+    how = f"{len(ticks):,} ticks at ~{per / 1e6:.0f} us each, timed by the sampler"
+    return SAMPLER, how, ((ends - begins) * per).astype(np.int64), ((begins - before) * per).astype(np.int64)
 
 
 def less_profiler(tl: Timeline, cost: ProfilerCost | None) -> Timeline:

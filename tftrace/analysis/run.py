@@ -27,7 +27,7 @@ from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
 from tftrace.analysis.steps.ran_ahead import ran_ahead_note
 from tftrace.analysis.capture_cost import capture_note
 from tftrace.analysis.steps.cpu_pace import paced_by_module_runs
-from tftrace.analysis.profiler_cost import ProfilerCost, less_profiler, profiler_cost, profiler_notes
+from tftrace.analysis.profiler_cost import SAMPLER, ProfilerCost, less_profiler, profiler_cost, profiler_notes
 from tftrace.analysis.untraced_pace import UntracedPace, untraced_note, untraced_pace
 from tftrace.analysis.verdict import HIGHLY_INPUT, paced, verdict
 from tftrace.analysis.steps.cut_short import window_note
@@ -140,7 +140,7 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
         verdict=measured_verdict(judged.verdict, experiment), bottlenecks=found,
         ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
         notes=_notes(len(hosts), timed.problems, steps, eager) + _profiler_notes(timed, tl, own, classes[1], steps.numbers, judged.verdict.bound)
-        + untraced_note(pace) + capture_note(timed.sidecar, timed.python_samples, steps.count)
+        + untraced_note(pace) + capture_note(timed.sidecar, timed.python_samples, steps.count, _named(own, SAMPLER))
         + (ran_ahead_note(tl) if ctx.jax else ()),
         host_op_ps=stats.host_self_ps,
         device_op_ps=stats.device_self_ps, per_host=host_rows(views),
@@ -259,6 +259,10 @@ def _steps_summary(steps, tl, own: ProfilerCost | None, host: str = "", pace: Un
     if pace is not None:
         extra.update(untraced_ps=pace.ps, untraced_steps=pace.steps)
     return StepsSummary(count, source, int(tl.dur.mean()), int(np.median(tl.dur)), steps.note, rows, **extra)
+
+
+def _named(own: ProfilerCost | None, owner: str) -> bool:
+    return own is not None and any(s.owner == owner for s in own.sources)
 
 
 def _profiler_notes(trace: Trace, tl, own: ProfilerCost | None, compute, numbers, bound: str) -> tuple[str, ...]:

@@ -1,0 +1,43 @@
+"""The profiler's own time by source, on hand-built traces: the stack sampler's ticks."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tiny import tiny_trace
+from tftrace.analysis.profiler_cost import SAMPLER
+from tftrace.analysis.run import analyze_trace
+
+START_NS = 1_000_000_000
+
+
+def _run(ticks_us, busy_ns):
+    # Four 90 us steps 10 us apart, each mostly Python (host overhead) around a 20 us op.
+    events = [e for i in range(4) for e in (("python", "train", 100 * i, 90, {"_r": 1, "step_num": i}),
+                                            ("tf_Compute/1", "model/a/MatMul:MatMul", 100 * i + 60, 20))]
+    samples = {"version": 1, "clock": "unix_ns", "interval_s": 0.00001, "sampler_busy_ns": busy_ns,
+               "frames": [["train.py", 1, "loop"]], "stacks": [[0]], "threads": {"1": "MainThread"},
+               "ticks": [START_NS + round(t * 1000) for t in ticks_us],
+               "samples": [[i, 1, 0, 1] for i in range(len(ticks_us))]}
+    trace = dataclasses.replace(tiny_trace(events), python_samples=samples, profile_start_ns={"tiny": START_NS})
+    return analyze_trace(trace, "t")
+
+
+def test_the_samplers_ticks_inside_steps_and_gaps_are_the_profilers():
+    # Ticks at 5 and 205 us (steps 0 and 2), 95 us (the gap before step 1), and one after the steps.
+    run = _run([5, 95, 205, 500], busy_ns=4 * 8_000)  # 8 us a tick
+    rows = {r.number: r.profiler_ps for r in run.steps.steps}
+    assert rows == {0: 8_000_000, 1: 0, 2: 8_000_000, 3: 0}, rows
+    (note,) = [n for n in run.notes if n.startswith(SAMPLER)]
+    assert "4 ticks at ~8 us each, timed by the sampler" in note and "left out of the steps judged" in note
+    # Its ticks have a note of their own: the capture's note does not count the sampler again.
+    assert not any("the stack sampler" in n for n in run.notes if n.startswith("the capture's own time"))
+    assert run.steps.mean_less_profiler_ps == run.steps.mean_ps - 4_000_000
+    assert any(o.owner == f"Profiler {SAMPLER}" for o in run.owners)
+
+
+def test_a_sampler_under_one_percent_of_the_steps_is_left_in_them():
+    run = _run([5, 205], busy_ns=2 * 1_000)  # 1 us a tick: 0.5% of 400 us
+    assert run.steps.profiler_ps == 0 and not [n for n in run.notes if n.startswith(SAMPLER)]
+    (note,) = [n for n in run.notes if n.startswith("the capture's own time")]
+    assert "the stack sampler" in note and "left in" in note
