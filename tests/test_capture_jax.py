@@ -129,8 +129,10 @@ def test_the_profilers_own_time_in_a_plain_fits_steps_is_left_out_of_the_steps_j
     sources = {s.owner: s for s in own.sources}
     # The Python tracer is off by default; the sampler's ticks are named where they reach 1% of the steps.
     assert set(sources) - {SAMPLER} == {OP_EVENTS, HOOKS}, sources
-    hooks = sources[HOOKS].step_ps
-    assert (hooks <= tl.overhead).all() and hooks.sum() == pytest.approx(cost["hooks_ms"] * 1e9 / cost["hooks_steps"] * len(hooks), rel=0.02)
+    hooks, per = sources[HOOKS].step_ps, round(cost["hooks_ms"] * 1e9 / cost["hooks_steps"])
+    # Each step's share, unless the step's host overhead left less room beside the op events' estimate.
+    room = tl.overhead - sources[OP_EVENTS].step_ps
+    assert ((hooks == per) | (hooks == np.maximum(room, 0))).all() and (hooks <= tl.overhead).all(), (hooks, per, room)
     starts = trace.events["start_ps"][np.flatnonzero(trace.named([c for c, op in trace.ops.items() if op.kind == "xla"]))]
     events = np.array([((starts >= s) & (starts < s + d)).sum() for s, d in zip(tl.start, tl.dur)])
     assert events.mean() >= 5 and (sources[OP_EVENTS].step_ps <= events * PS_PER_THUNK_EVENT).all(), events
