@@ -21,6 +21,7 @@ tf = pytest.importorskip("tensorflow")
 
 import tftrace  # noqa: E402
 from tftrace.api import analyze  # noqa: E402
+from tftrace.render import render  # noqa: E402
 from tftrace.capture.warn import CaptureWarning  # noqa: E402
 
 
@@ -330,6 +331,8 @@ def test_the_steps_after_each_window_are_timed_untraced_and_set_against_its_step
         (note,) = [n for n in report["notes"] if n.startswith("untraced, ")]
         assert f"{untraced['steps']} steps after the window" in note
         timed[meta["label"]] = untraced["steps"]
+        for fmt, said in (("markdown", "untraced after the window"), ("html", f"the {untraced['steps']} after the window")):
+            assert said in render(analyze(run), fmt), fmt
     assert set(timed) == {"fit_epoch1", "predict"}, timed
 
 

@@ -63,6 +63,8 @@ def _header(run) -> str:
         if st.profiler_ps:
             facts += [("less the profiler", f"~{ms(st.median_less_profiler_ps)} ms",
                        f"median; its own {ms(st.profiler_ps)} ms a step left out")]
+        if st.untraced_ps:
+            facts += [("untraced", f"{ms(st.untraced_ps)} ms", f"a step, gap included: the {st.untraced_steps} after the window")]
     else:
         facts.append(("steps", f"none found ({st.source})"))
     cells = "".join(f'<div class="fact"><dt>{esc(k)}</dt><dd>{esc(v)}'
