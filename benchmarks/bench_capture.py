@@ -171,8 +171,9 @@ def child(backend: str, kind: str, rounds: int = 15, captures: int = 7) -> dict:
 
 def _iterations(rows: list[dict]) -> tuple[list[float], list[float]]:
     """The report's steps, each with the gap after it (what a turn of the loop costs, as the untraced
-    clocks time it), ms: as traced, and less the profiler's own time in the step."""
-    traced = [row["dur_ms"] + after.get("idle_ms", 0.0) for row, after in zip(rows, rows[1:])]
+    clocks time it; the last has none), ms: as traced, and less the profiler's own time in the step.
+    On JAX the last holds two steps' device work and the first only a dispatch (TraceCallback's pacing)."""
+    traced = [row["dur_ms"] + after.get("idle_ms", 0.0) for row, after in zip(rows, rows[1:] + [{}])]
     return traced, [t - row.get("profiler_ms", 0.0) for t, row in zip(traced, rows)]
 
 

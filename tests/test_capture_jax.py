@@ -143,6 +143,22 @@ def test_the_profilers_own_time_in_a_plain_fits_steps_is_left_out_of_the_steps_j
         assert any(n.startswith(f"{owner}: ~") and "left out of the steps judged" in n for n in report.notes), report.notes
 
 
+def test_paced_steps_hold_all_the_device_work_of_the_window(captured):
+    """Paced, each marked step holds the device work of the one before it; the last waits for its
+    own too, so the marked steps hold as many steps' work as there are markers: no XLA:CPU op of
+    the window runs past the last marker (it would, in the profiler's stop, otherwise)."""
+    import numpy as np
+    from tftrace.api import explore
+    _out, results = captured
+    a = explore(results["plain"]["runs"][0])
+    trace, tl = a.trace, a.timeline
+    rows = np.flatnonzero(trace.named([c for c, op in trace.ops.items() if op.kind == "xla"]))
+    ends = trace.events["start_ps"][rows] + trace.events["dur_ps"][rows]
+    first, last = tl.start[0], tl.start[-1] + tl.dur[-1]
+    inside = ends[(ends > first)]
+    assert len(inside) and inside.max() <= last, (inside.max() - last) / 1e6
+
+
 def test_the_steps_after_the_window_are_timed_untraced_once_the_device_ran_them(captured):
     """The rest of the epoch after the window, timed with no profiler running and nothing per batch:
     from the profiler's stop to the last batch's end hook, where the host waits once for the device

@@ -26,8 +26,9 @@ def capture_note(sidecar: dict, python_samples: dict | None, steps: int, sampler
         parts.append(f"the stack sampler {busy / 1e6:.1f} ms{per_step} (its ticks inside the steps under 1% of "
                      "them: left in)")
     if isinstance(cost, dict) and cost.get("paced"):
-        parts.append("each step ended once the step before it had run (JAX dispatches ahead of its device: the "
-                     "steps are the device's pace, with one step of run-ahead as untraced)")
+        parts.append("each step ended once the step before it had run, and the last once it had run too (JAX "
+                     "dispatches ahead of its device: the steps are the device's pace, with one step of run-ahead "
+                     "as untraced, the first holding only its dispatch and the last two steps' work)")
     if not parts:
         return ()
     return ("the capture's own time, owned by the profiler and left out of the steps judged: " + "; ".join(parts),)

@@ -31,8 +31,9 @@ def untraced_pace(sidecar: dict, tl: Timeline, cost: ProfilerCost | None) -> Unt
 
 
 def _per_turn(tl: Timeline) -> int:
-    # Each step but the last with the gap after it, as the untraced clock times a turn of the loop.
-    return int((tl.dur[:-1] + tl.idle[1:]).mean())
+    # The steps with the gaps between them, over their count, as the untraced clock times a turn of
+    # the loop (paced on JAX, the last step holds two steps' device work and the first a dispatch).
+    return int((tl.dur.sum() + tl.idle[1:].sum()) / len(tl.dur))
 
 
 def untraced_note(pace: UntracedPace | None) -> tuple[str, ...]:

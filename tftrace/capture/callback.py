@@ -200,8 +200,8 @@ class TraceCallback(keras.callbacks.Callback):
                     if self._marker is not None:  # not timed as ours: it waits while the device is behind
                         self._pacer.step_ended(logs)
                     began = perf_counter_ns()
-                    self._batch_end(mode, batch)
-                    if self._session is session:  # not the window's stop (stop_ms)
+                    self._batch_end(mode, batch, logs=logs)
+                    if self._session is session:  # not the window's last step (its wait) and stop
                         session.hooks_ns += perf_counter_ns() - began
                 elif self._after is not None and batch >= self._after.last and mode == self._after.mode:
                     self._end_after(synced=False)  # the steps after the window, timed untraced
@@ -275,16 +275,21 @@ class TraceCallback(keras.callbacks.Callback):
         if self._session is not None and self._session.label.startswith(_MODES[mode]):
             self._mark(mode, batch)
 
-    def _batch_end(self, mode: str, batch: int, completed: bool = True) -> None:
+    def _batch_end(self, mode: str, batch: int, completed: bool = True, logs=None) -> None:
+        session = self._session
+        if session is None or not session.label.startswith(_MODES[mode]):
+            self._unmark(completed=completed)
+            return
+        w = self._windows[mode]
+        at_last = batch >= w.last
+        closing = at_last and not w.go_on(time.perf_counter() - self._opened_at, batch, self._spe)
+        if closing:  # paced, each step holds the device work of the one before: the last its own too
+            self._pacer.last_step(logs)
         self._unmark(completed=completed)
-        if self._session is not None and self._session.label.startswith(_MODES[mode]):
-            w = self._windows[mode]
-            if batch < w.last:
-                return
-            if w.go_on(time.perf_counter() - self._opened_at, batch, self._spe):
-                self._session.planned = w.planned(self._spe)
-            else:
-                self._close(mode)
+        if closing:
+            self._close(mode)
+        elif at_last:
+            session.planned = w.planned(self._spe)
 
     def _open(self, mode: str) -> None:
         label = _MODES[mode] + (f"_epoch{self._epoch + 1}" if mode == "train" else "")

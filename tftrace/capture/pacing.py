@@ -28,6 +28,12 @@ class Pacer:
         if held is not None:
             _wait(held)
 
+    def last_step(self, logs) -> None:
+        """The window's last step: wait for its own work too, so that the steps marked hold as many
+        device steps as there are markers (the first, with nothing before it, holds only a dispatch)."""
+        if self._on and logs is not None:
+            _wait(logs)
+
     def clear(self) -> None:
         self._held = None
 
