@@ -29,7 +29,7 @@ def test_the_samplers_ticks_inside_steps_and_gaps_are_the_profilers():
     rows = {r.number: r.profiler_ps for r in run.steps.steps}
     assert rows == {0: 8_000_000, 1: 0, 2: 8_000_000, 3: 0}, rows
     (note,) = [n for n in run.notes if n.startswith(SAMPLER)]
-    assert "4 ticks at ~8 us each, timed by the sampler" in note and "left out of the steps judged" in note
+    assert "4 ticks in the window at ~8 us each, timed by the sampler" in note and "left out of the steps judged" in note
     # Its ticks have a note of their own: the capture's note does not count the sampler again.
     assert not any("the stack sampler" in n for n in run.notes if n.startswith("the capture's own time"))
     assert run.steps.mean_less_profiler_ps == run.steps.mean_ps - 4_000_000

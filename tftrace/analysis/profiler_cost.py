@@ -30,10 +30,10 @@ SAMPLER = "tftrace's stack sampler"
 
 @dataclass(frozen=True, eq=False)
 class Source:
-    owner: str  # the profiler's part that costs it (TRACER, OP_EVENTS, HOOKS)
+    owner: str  # the profiler's part that costs it (TRACER, OP_EVENTS, HOOKS, SAMPLER)
     how: str  # how it was found: "13,077 calls a step at ~0.4 us each, estimated", "timed"
     step_ps: np.ndarray  # per step, of its host overhead
-    gap_ps: np.ndarray  # per step, of the gap before it (the tracer's calls between steps)
+    gap_ps: np.ndarray  # per step, of the gap before it (the tracer's calls, the sampler's ticks)
     share: float  # of the steps with their gaps
 
     @property
@@ -69,20 +69,20 @@ def profiler_cost(trace: Trace, tl: Timeline) -> ProfilerCost | None:
         return None
     tracer = tracer_cost(trace, tl)
     sources = []
-    room = tl.overhead.astype(np.int64)
+    room, idle = tl.overhead.astype(np.int64), tl.idle.astype(np.int64)
     estimated = (MAX_OF_HOST * tl.overhead).astype(np.int64)  # what estimates may take, together
     if tracer is not None:
         sources.append(Source(TRACER, f"{tracer.calls_per_step:,.0f} calls a step at ~{tracer.ps_per_call / 1e6:.1f} us "
                               "each, estimated", tracer.step_ps, tracer.gap_ps, tracer.share))
-        room, estimated = room - tracer.step_ps, estimated - tracer.step_ps
+        room, estimated, idle = room - tracer.step_ps, estimated - tracer.step_ps, idle - tracer.gap_ps
     for owner, how, want, gap in (_op_events(trace, tl), _hooks(trace, n), _sampler(trace, tl)):
         if want is None:
             continue
         took = np.maximum(np.minimum(want, estimated if owner == OP_EVENTS else room), 0).astype(np.int64)
-        gap = np.minimum(gap, tl.idle) if gap is not None else np.zeros(n, np.int64)
+        gap = np.maximum(np.minimum(gap, idle), 0).astype(np.int64) if gap is not None else np.zeros(n, np.int64)
         if took.sum() + gap.sum() < MIN_SHARE * tl.wall_ps:
             continue
-        room, estimated = room - took, estimated - took
+        room, estimated, idle = room - took, estimated - took, idle - gap
         sources.append(Source(owner, how, took, gap, float(took.sum() + gap.sum()) / tl.wall_ps))
     if not sources:
         return None
@@ -130,7 +130,7 @@ def _sampler(trace: Trace, tl: Timeline) -> tuple[str, str, np.ndarray | None, n
     at = np.sort((ticks - next(iter(trace.profile_start_ns.values()))) * 1000)
     begins, ends = np.searchsorted(at, tl.start), np.searchsorted(at, tl.start + tl.dur)
     before = np.searchsorted(at, tl.start - tl.idle)
-    how = f"{len(ticks):,} ticks at ~{per / 1e6:.0f} us each, timed by the sampler"
+    how = f"{len(ticks):,} ticks in the window at ~{per / 1e6:.0f} us each, timed by the sampler"
     return SAMPLER, how, ((ends - begins) * per).astype(np.int64), ((begins - before) * per).astype(np.int64)
 
 
