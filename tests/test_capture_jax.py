@@ -118,7 +118,7 @@ def test_the_profilers_own_time_in_a_plain_fits_steps_is_left_out_of_the_steps_j
     and tftrace's own hooks (timed by the capture), are the profiler's: each step judged is the
     traced one less them, the owners name them, and a note for each says what it cost."""
     import numpy as np
-    from tftrace.analysis.profiler_cost import HOOKS, OP_EVENTS, PS_PER_THUNK_EVENT, SAMPLER
+    from tftrace.analysis.profiler_cost import HOOKS, OP_EVENTS, PS_PER_OP_EVENT, SAMPLER
     from tftrace.api import explore
     _out, results = captured
     fit = results["plain"]["runs"][0]
@@ -135,7 +135,7 @@ def test_the_profilers_own_time_in_a_plain_fits_steps_is_left_out_of_the_steps_j
     assert ((hooks == per) | (hooks == np.maximum(room, 0))).all() and (hooks <= tl.overhead).all(), (hooks, per, room)
     starts = trace.events["start_ps"][np.flatnonzero(trace.named([c for c, op in trace.ops.items() if op.kind == "xla"]))]
     events = np.array([((starts >= s) & (starts < s + d)).sum() for s, d in zip(tl.start, tl.dur)])
-    assert events.mean() >= 5 and (sources[OP_EVENTS].step_ps <= events * PS_PER_THUNK_EVENT).all(), events
+    assert events.mean() >= 5 and (sources[OP_EVENTS].step_ps <= events * PS_PER_OP_EVENT).all(), events
     report = a.report
     assert report.steps.mean_less_profiler_ps == pytest.approx(report.steps.mean_ps - own.step_ps.mean(), abs=2)
     assert {o.owner for o in report.owners} >= {f"Profiler {OP_EVENTS}", f"Profiler {HOOKS}"}

@@ -153,6 +153,30 @@ def test_tftrace_analyze_finds_each_windows_steps_mode_and_a_verdict(captured, l
         assert report["verdict"]["bound"] != "unknown" and report["ops"]
 
 
+def test_the_profilers_op_events_and_hooks_are_left_out_of_the_steps_judged(captured):
+    """torch.profiler records an event for every aten op (~0.25 us each, analysis/profiler_cost);
+    tftrace's hooks are timed as they ran: both the profiler's, each with a note, and the steps
+    judged are the traced ones less them. After the window, the rest of the epoch is timed untraced."""
+    import numpy as np
+    from tftrace.analysis.profiler_cost import HOOKS, PS_PER_OP_EVENT, TORCH_EVENTS
+    from tftrace.api import explore
+    fit = captured["fit"]["runs"][0]
+    a = explore(fit)
+    sources = {s.owner: s for s in a.profiler.sources}
+    assert {TORCH_EVENTS, HOOKS} <= set(sources), sources
+    codes = [c for c, op in a.trace.ops.items() if op.kind == "torch"]
+    starts = a.trace.events["start_ps"][np.flatnonzero(a.trace.named(codes))]
+    tl = a.timeline
+    events = np.array([((starts >= s) & (starts < s + d)).sum() for s, d in zip(tl.start, tl.dur)])
+    assert events.min() >= 20 and (sources[TORCH_EVENTS].step_ps <= events * PS_PER_OP_EVENT).all(), events
+    report = a.report
+    for owner in (TORCH_EVENTS, HOOKS):
+        assert any(n.startswith(f"{owner}: ~") for n in report.notes), report.notes
+    assert report.steps.median_less_profiler_ps < report.steps.median_ps
+    meta = _sidecar(fit)
+    assert meta["untraced"]["steps"] >= 3 and report.steps.untraced_steps == meta["untraced"]["steps"]
+
+
 def test_tftrace_analyze_names_the_layers_from_their_ranges(captured):
     """Each op inside a layer's range (the sidecar's `layer_ranges`) is that layer's, in predict and
     in fit's forward pass (autograd runs the backward ops outside the ranges: not named yet)."""

@@ -1,6 +1,6 @@
 """The profiler's own time inside each step, by source: JAX's Python tracer's calls (estimated,
-analysis/tracer_cost.py), the op events XLA:CPU records for each thunk it runs (estimated per
-event), tftrace's own hooks while the window ran (timed by the capture, in its sidecar), and its
+analysis/tracer_cost.py), the op events XLA:CPU records for each thunk it runs and PyTorch's
+profiler for each op (estimated per event), tftrace's own hooks while the window ran (timed by the capture, in its sidecar), and its
 stack sampler's ticks (timed by the sampler, in its samples file). The steps the breakdown and
 verdict judge are the traced ones less this."""
 
@@ -15,22 +15,24 @@ from tftrace.analysis.breakdown import Timeline
 from tftrace.analysis.tracer_cost import MAX_OF_HOST, TracerCost, tracer_cost
 from tftrace.model.events import Trace
 
-# What recording one XLA:CPU thunk event costs the module run it times: jitted chains of 100 and
-# 400 small matmuls on this project's 2-core x86 machines (JAX 0.10, CPU client) ran 0.26 us a
+# What recording one op event costs the op it times. XLA:CPU's thunk events: jitted chains of 100
+# and 400 small matmuls on this project's 2-core x86 machines (JAX 0.10, CPU client) ran 0.26 us a
 # thunk event slower with the profiler on (0.18-0.26 us in other runs); their calls' own events
-# add nothing measurable.
-PS_PER_THUNK_EVENT = 250_000
+# add nothing measurable. PyTorch's op events: Python loops of 1, 20 and 80 small aten ops (torch
+# 2.14, CPU, one thread) ran 0.25, 0.19 and 0.25 us an event slower under torch.profiler.
+PS_PER_OP_EVENT = 250_000
 MIN_SHARE = 0.01  # a source under this share of step time is left in the steps, unnamed
 
 TRACER = "JAX's Python tracer"
 OP_EVENTS = "XLA:CPU's op events"
+TORCH_EVENTS = "PyTorch's op events"
 HOOKS = "tftrace's hooks"
 SAMPLER = "tftrace's stack sampler"
 
 
 @dataclass(frozen=True, eq=False)
 class Source:
-    owner: str  # the profiler's part that costs it (TRACER, OP_EVENTS, HOOKS, SAMPLER)
+    owner: str  # the profiler's part that costs it (TRACER, OP_EVENTS, TORCH_EVENTS, HOOKS, SAMPLER)
     how: str  # how it was found: "13,077 calls a step at ~0.4 us each, estimated", "timed"
     step_ps: np.ndarray  # per step, of its host overhead
     gap_ps: np.ndarray  # per step, of the gap before it (the tracer's calls, the sampler's ticks)
@@ -78,7 +80,7 @@ def profiler_cost(trace: Trace, tl: Timeline) -> ProfilerCost | None:
     for owner, how, want, gap in (_op_events(trace, tl), _hooks(trace, n), _sampler(trace, tl)):
         if want is None:
             continue
-        took = np.maximum(np.minimum(want, estimated if owner == OP_EVENTS else room), 0).astype(np.int64)
+        took = np.maximum(np.minimum(want, estimated if owner in (OP_EVENTS, TORCH_EVENTS) else room), 0).astype(np.int64)
         gap = np.maximum(np.minimum(gap, idle), 0).astype(np.int64) if gap is not None else np.zeros(n, np.int64)
         if took.sum() + gap.sum() < MIN_SHARE * tl.wall_ps:
             continue
@@ -91,17 +93,21 @@ def profiler_cost(trace: Trace, tl: Timeline) -> ProfilerCost | None:
 
 
 def _op_events(trace: Trace, tl: Timeline) -> tuple[str, str, np.ndarray | None, None]:
-    """XLA:CPU's thunk events in each step at PS_PER_THUNK_EVENT each: a run with no device only
-    (a GPU's or TPU's op events are recorded by the device's tracer, off the host's step)."""
+    """XLA:CPU's thunk events, or PyTorch's CPU op events, in each step at PS_PER_OP_EVENT each:
+    a run with no device only (a GPU's or TPU's op events are recorded by the device's tracer, off
+    the host's step; a host that records ops while its device runs others lengthens no step)."""
     if trace.devices:
         return OP_EVENTS, "", None, None
-    codes = [c for c, op in trace.ops.items() if op.kind == "xla"]
-    if not codes:
+    for kind, owner in (("xla", OP_EVENTS), ("torch", TORCH_EVENTS)):
+        codes = [c for c, op in trace.ops.items() if op.kind == kind]
+        if codes:
+            break
+    else:
         return OP_EVENTS, "", None, None
     starts = np.sort(trace.events["start_ps"][np.flatnonzero(trace.named(codes))])
     counts = np.searchsorted(starts, tl.start + tl.dur) - np.searchsorted(starts, tl.start)
-    how = f"{counts.mean():,.0f} events a step at ~{PS_PER_THUNK_EVENT / 1e6:.2f} us each, estimated"
-    return OP_EVENTS, how, counts * PS_PER_THUNK_EVENT, None
+    how = f"{counts.mean():,.0f} events a step at ~{PS_PER_OP_EVENT / 1e6:.2f} us each, estimated"
+    return owner, how, counts * PS_PER_OP_EVENT, None
 
 
 def _hooks(trace: Trace, n: int) -> tuple[str, str, np.ndarray | None, None]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import time
-from time import perf_counter_ns
+# The hooks' own time is this thread's CPU time: a wait for the GIL, which another thread (Keras'
+# worker turning logs into numbers) holds, is not theirs and would happen without them too.
+from time import thread_time_ns as own_ns
 
 import keras
 
@@ -181,10 +183,10 @@ class TraceCallback(keras.callbacks.Callback):
                     if session is None:  # outside a window: only whether one opens here
                         self._batch_begin(mode, batch)
                     else:
-                        began = perf_counter_ns()
+                        began = own_ns()
                         self._batch_begin(mode, batch)
                         if self._session is session:  # in the window: our own time
-                            session.hooks_ns += perf_counter_ns() - began
+                            session.hooks_ns += own_ns() - began
                 return fn(batch, logs)
             except BaseException as e:
                 self._raised(e)
@@ -199,10 +201,10 @@ class TraceCallback(keras.callbacks.Callback):
                 if session is not None and mode in self._list_modes:
                     if self._marker is not None:  # not timed as ours: it waits while the device is behind
                         self._pacer.step_ended(logs)
-                    began = perf_counter_ns()
+                    began = own_ns()
                     self._batch_end(mode, batch, logs=logs)
                     if self._session is session:  # not the window's last step (its wait) and stop
-                        session.hooks_ns += perf_counter_ns() - began
+                        session.hooks_ns += own_ns() - began
                 elif self._after is not None and batch >= self._after.last and mode == self._after.mode:
                     self._end_after(synced=False)  # the steps after the window, timed untraced
                 return out

@@ -101,7 +101,7 @@ def _python(ctx, key, parts: dict, out, hooked: bool) -> None:
 
 
 def _profiler(ctx, key, parts: dict, out) -> None:
-    """The profiler's own time (JAX's Python tracer, XLA:CPU's op events, tftrace's hooks) in each
+    """The profiler's own time (JAX's Python tracer, XLA:CPU's op events, tftrace's hooks and sampler) in each
     step, of its host overhead, and in the gap after it, of its idle time: the capture's own work,
     never the program's."""
     cost = ctx.profiler
