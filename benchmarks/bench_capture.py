@@ -1,6 +1,6 @@
 """What a capture does to the run it records: untraced step, steps outside windows, the report's step.
 
-    python benchmarks/bench_capture.py            # both backends, both models; figures into RESULTS.md
+    python benchmarks/bench_capture.py            # every backend, both models; figures into RESULTS.md
     python benchmarks/bench_capture.py --child tensorflow mlp   # one backend and model (a fresh process)
 
 Each (Keras backend, model) runs in its own process. Epochs alternate between a plain `fit` and a
@@ -33,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 # The MLP's epoch outlasts a default window of its sub-ms steps (at most 500), leaving untraced steps after it.
 MODELS = {"mlp": dict(steps=900, batch=8), "cnn": dict(steps=60, batch=32)}
-BACKENDS = ("tensorflow", "jax")
+BACKENDS = ("tensorflow", "jax", "torch")
 WARM = 2  # an epoch's first steps: a new iterator, and the first batches through it
 # Each capture's report against the untraced steps: its median (traced, and less the profiler's own
 # time) over their median, its mean with the gaps (likewise) over their mean, and its mean less the
@@ -259,7 +259,7 @@ def main() -> None:
     table = _table(results)
     print(table)
     versions = {}
-    for name in ("keras", "tensorflow", "jax"):
+    for name in ("keras", "tensorflow", "jax", "torch"):
         try:
             versions[name] = __import__(name).__version__
         except ImportError:

@@ -314,7 +314,7 @@ class TraceCallback(keras.callbacks.Callback):
             self._mark_callbacks()
             if session.profiler.name == backends.TORCH:  # no layer names in torch's trace otherwise
                 from tftrace.capture.torch_profiler import mark_layers
-                mark_layers(self._marks, self._keras_model, session.sidecar)
+                mark_layers(self._marks, self._keras_model, session.sidecar, clock=session)
         else:
             self._disabled = True  # warned once; do not retry every step
 

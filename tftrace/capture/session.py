@@ -357,7 +357,7 @@ class trace(contextlib.ContextDecorator):
             from tftrace.capture.marks import Patches
             from tftrace.capture.torch_profiler import mark_layers
             layers = Patches()  # each layer's call a named range: torch's trace names no Keras layer
-            mark_layers(layers, self.model, session.sidecar)
+            mark_layers(layers, self.model, session.sidecar, clock=session)
             session.on_stop.append(layers.restore)
         self._entered.append(session)
         return self
