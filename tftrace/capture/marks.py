@@ -63,10 +63,12 @@ def mark_callbacks(patches: Patches, callbacks, skip: type, trace, clock=None) -
         for hook in hooks:
             if _own(cb, hook):
                 name = _name(type(cb).__name__, hook)
-                patches.put(cb, hook, lambda fn, name=name: _marked(fn, name, trace, clock))
+                patches.put(cb, hook, lambda fn, name=name: marked(fn, name, trace, clock))
 
 
-def _marked(fn, name: str, trace, clock):
+def marked(fn, name: str, trace, clock=None):
+    """`fn` inside `trace(name)` (a profiler range); the range's own time, entering and leaving it,
+    adds to `clock.hooks_ns` where a clock is given (the capture's time, not the program's)."""
     if clock is None:
         def marked(*args, **kwargs):
             with trace(name):

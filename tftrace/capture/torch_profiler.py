@@ -8,7 +8,6 @@ import os
 import socket
 import sys
 import time
-from time import thread_time_ns as own_ns  # the ranges' own time: this thread's CPU, as the hooks'
 
 from tftrace.model.layout import PROFILE_DIR
 
@@ -78,35 +77,20 @@ def mark_layers(patches, model, sidecar: dict, clock=None) -> None:
     otherwise. The names marked go in the sidecar as `layer_ranges` (the model's first), so a reader
     tells them from other ranges; the ranges' own time adds to `clock.hooks_ns` (the capture's, as
     its hooks are: tens of us a range under the profiler). Never raises: the names are a bonus."""
+    from tftrace.capture.marks import marked
     from tftrace.capture.program_config import layers_of
-    marked = sidecar.setdefault("layer_ranges", [])
+    names = sidecar.setdefault("layer_ranges", [])
     try:
         import torch
         for layer in [model, *layers_of(model)]:
             name = str(getattr(layer, "name", "") or "")
             if type(layer).__name__ == "InputLayer":  # a functional model's inputs: never called
                 continue
-            if name and patches.put(layer, "call", lambda fn, name=name: _ranged(fn, name, torch, clock)):
-                marked.append(name)
+            if name and patches.put(layer, "call",
+                                    lambda fn, name=name: marked(fn, name, torch.profiler.record_function, clock)):
+                names.append(name)
     except Exception:  # the layers marked so far stay marked, and are put back with the rest
         pass
-
-
-def _ranged(fn, name: str, torch, clock=None):
-    def call(*args, **kwargs):
-        began = own_ns()
-        region = torch.profiler.record_function(name)
-        region.__enter__()
-        entered = own_ns()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            left = own_ns()
-            region.__exit__(None, None, None)
-            if clock is not None:
-                clock.hooks_ns += own_ns() - left + entered - began
-    call.__wrapped__ = fn
-    return call
 
 
 @contextlib.contextmanager
