@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import functools
 import time
-# The hooks' own time is this thread's CPU time: a wait for the GIL, which another thread (Keras'
-# worker turning logs into numbers) holds, is not theirs and would happen without them too.
-from time import thread_time_ns as own_ns
 
 import keras
 
 from tftrace.capture import backend as backends, guard, marks, session as sessions
 from tftrace.capture.call_experiment import CallExperiments
+from tftrace.capture.marks import own_ns  # the hooks' own time: this thread's CPU
 from tftrace.capture.callback_list import calling_list, loop_frame
 from tftrace.capture.pacing import Pacer
 from tftrace.capture.server import serve

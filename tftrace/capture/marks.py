@@ -70,11 +70,11 @@ def marked(fn, name: str, trace, clock=None):
     """`fn` inside `trace(name)` (a profiler range); the range's own time, entering and leaving it,
     adds to `clock.hooks_ns` where a clock is given (the capture's time, not the program's)."""
     if clock is None:
-        def marked(*args, **kwargs):
+        def call(*args, **kwargs):
             with trace(name):
                 return fn(*args, **kwargs)
     else:
-        def marked(*args, **kwargs):
+        def call(*args, **kwargs):
             began = own_ns()
             region = trace(name)
             region.__enter__()
@@ -85,8 +85,8 @@ def marked(fn, name: str, trace, clock=None):
                 left = own_ns()
                 region.__exit__(None, None, None)
                 clock.hooks_ns += own_ns() - left + entered - began
-    marked.__wrapped__ = fn
-    return marked
+    call.__wrapped__ = fn
+    return call
 
 
 def _name(cls: str, hook: str) -> str:

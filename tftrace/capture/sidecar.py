@@ -5,14 +5,30 @@ from __future__ import annotations
 import json
 import os
 
+from tftrace.atomic import replacing
 from tftrace.model.layout import SIDECAR
 
 
 def write_sidecar(run_dir: str, data: dict) -> str:
     path = os.path.join(run_dir, SIDECAR)
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=True, default=str)
+        _dump(data, f)
     return path
+
+
+def add_to_sidecar(run_dir: str, key: str, value) -> None:
+    """Set one field of a run's sidecar after its window: the file is replaced whole (a crash
+    mid-write leaves the old one)."""
+    path = os.path.join(run_dir, SIDECAR)
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    data[key] = value
+    with replacing(path) as f:
+        _dump(data, f)
+
+
+def _dump(data: dict, f) -> None:
+    json.dump(data, f, indent=2, sort_keys=True, default=str)
 
 
 def _shape(layer):

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import os
 import time
 
-from tftrace.model.layout import SIDECAR
+from tftrace.capture.sidecar import add_to_sidecar
 
 MIN_STEPS = 3  # fewer steps after the window than this: no figure (one slow step would be it)
 
@@ -35,18 +33,7 @@ class AfterWindow:
             if not synced:
                 self._settle()
             ms = (time.perf_counter() - self._began) * 1e3
-            _add(self._run_dir, {"ms_per_step": round(ms / self._steps, 4), "steps": self._steps})
+            add_to_sidecar(self._run_dir, "untraced", {"ms_per_step": round(ms / self._steps, 4), "steps": self._steps})
         except Exception:  # a figure beside the trace: never a reason for the user's call to fail
             pass
 
-
-def _add(run_dir: str, untraced: dict) -> None:
-    # Replaced whole (a new file renamed over the old one): a crash mid-write leaves the old sidecar.
-    path = os.path.join(run_dir, SIDECAR)
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)
-    data["untraced"] = untraced
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=True, default=str)
-    os.replace(tmp, path)

@@ -45,8 +45,9 @@ class StepsSummary:
     median_ps: int
     note: str = ""
     steps: tuple[StepRow, ...] = ()
-    # The profiler's own time per step (JAX's Python tracer, XLA:CPU's op events, tftrace's hooks),
-    # and the steps less it, which the breakdown and verdict judge; 0 where none is worth naming.
+    # The profiler's own time per step (analysis/profiler_cost: JAX's Python tracer, XLA:CPU's and
+    # PyTorch's op events, tftrace's hooks and sampler), and the steps less it, which the breakdown
+    # and verdict judge; 0 where none is worth naming.
     profiler_ps: int = 0
     median_less_profiler_ps: int = 0
     mean_less_profiler_ps: int = 0
