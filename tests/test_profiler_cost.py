@@ -41,3 +41,29 @@ def test_a_sampler_under_one_percent_of_the_steps_is_left_in_them():
     assert run.steps.profiler_ps == 0 and not [n for n in run.notes if n.startswith(SAMPLER)]
     (note,) = [n for n in run.notes if n.startswith("the capture's own time")]
     assert "the stack sampler" in note and "left in" in note
+
+
+def _torch_run(tmp_path, backward_in):
+    """Four 200 us ProfilerStep ranges of 40 one-us aten ops each, the steps in `backward_in` with
+    autograd's backward nodes among their ops, as torch.profiler writes them."""
+    import json
+    events = []
+    for i in range(4):
+        at = 1000 + 250 * i
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
+                       "ts": at, "dur": 200})
+        for k in range(40):
+            name = "autograd::engine::evaluate_function: AddmmBackward0" if i in backward_in and k % 4 == 0 else "aten::add"
+            events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": at + 2 + 4 * k, "dur": 1})
+    path = tmp_path / "worker.1.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return str(path)
+
+
+def test_pytorchs_events_in_a_step_that_trains_cost_more_than_in_one_that_does_not(tmp_path):
+    from tftrace.analysis.profiler_cost import PS_PER_OP_EVENT, PS_PER_TRAINING_EVENT, TORCH_EVENTS
+    from tftrace.api import explore
+    a = explore(_torch_run(tmp_path, backward_in={1, 3}))
+    (source,) = [s for s in a.profiler.sources if s.owner == TORCH_EVENTS]
+    assert list(source.step_ps) == [40 * PS_PER_OP_EVENT, 40 * PS_PER_TRAINING_EVENT] * 2, source.step_ps
+    assert "40 events a step at ~0.25-0.38 us each, estimated" == source.how

@@ -1,8 +1,8 @@
 """The profiler's own time inside each step, by source: JAX's Python tracer's calls (estimated,
 analysis/tracer_cost.py), the op events XLA:CPU records for each thunk it runs and PyTorch's
-profiler for each op (estimated per event), tftrace's own hooks while the window ran (timed by the capture, in its sidecar), and its
-stack sampler's ticks (timed by the sampler, in its samples file). The steps the breakdown and
-verdict judge are the traced ones less this."""
+profiler for each op (estimated per event), tftrace's own hooks while the window ran (timed by
+the capture, in its sidecar), and its stack sampler's ticks (timed by the sampler, in its
+samples file). The steps the breakdown and verdict judge are the traced ones less this."""
 
 from __future__ import annotations
 
@@ -19,8 +19,13 @@ from tftrace.model.events import Trace
 # and 400 small matmuls on this project's 2-core x86 machines (JAX 0.10, CPU client) ran 0.26 us a
 # thunk event slower with the profiler on (0.18-0.26 us in other runs); their calls' own events
 # add nothing measurable. PyTorch's op events: Python loops of 1, 20 and 80 small aten ops (torch
-# 2.14, CPU, one thread) ran 0.25, 0.19 and 0.25 us an event slower under torch.profiler.
+# 2.14, CPU, one thread) ran 0.25, 0.19 and 0.25 us an event slower under torch.profiler, a small
+# MLP's forward pass 0.20 us.
 PS_PER_OP_EVENT = 250_000
+# In a step that trains (autograd's backward ran in it) PyTorch's events cost more: the same MLP's
+# whole Adam step 0.38 us an event, Keras-on-torch fits of 1 and 4 hidden layers 0.43 and 0.36.
+PS_PER_TRAINING_EVENT = 380_000
+_BACKWARD = "autograd::engine::evaluate_function"  # the name autograd gives each backward node it runs
 MIN_SHARE = 0.01  # a source under this share of step time is left in the steps, unnamed
 
 TRACER = "JAX's Python tracer"
@@ -93,7 +98,8 @@ def profiler_cost(trace: Trace, tl: Timeline) -> ProfilerCost | None:
 
 
 def _op_events(trace: Trace, tl: Timeline) -> tuple[str, str, np.ndarray | None, None]:
-    """XLA:CPU's thunk events, or PyTorch's CPU op events, in each step at PS_PER_OP_EVENT each:
+    """XLA:CPU's thunk events, or PyTorch's CPU op events, in each step at PS_PER_OP_EVENT each
+    (PyTorch's at PS_PER_TRAINING_EVENT in a step that runs autograd's backward):
     a run with no device only (a GPU's or TPU's op events are recorded by the device's tracer, off
     the host's step; a host that records ops while its device runs others lengthens no step)."""
     if trace.devices:
@@ -104,10 +110,20 @@ def _op_events(trace: Trace, tl: Timeline) -> tuple[str, str, np.ndarray | None,
             break
     else:
         return OP_EVENTS, "", None, None
+    counts = _in_steps(trace, codes, tl)
+    price = np.full(len(counts), PS_PER_OP_EVENT, np.int64)
+    if owner == TORCH_EVENTS:
+        backward = [c for c in codes if trace.names[c].startswith(_BACKWARD)]
+        price[_in_steps(trace, backward, tl) > 0] = PS_PER_TRAINING_EVENT
+    each = f"~{price.min() / 1e6:.2f}" + (f"-{price.max() / 1e6:.2f}" if price.max() > price.min() else "")
+    how = f"{counts.mean():,.0f} events a step at {each} us each, estimated"
+    return owner, how, counts * price, None
+
+
+def _in_steps(trace: Trace, codes, tl: Timeline) -> np.ndarray:
+    """How many events named one of `codes` begin in each step."""
     starts = np.sort(trace.events["start_ps"][np.flatnonzero(trace.named(codes))])
-    counts = np.searchsorted(starts, tl.start + tl.dur) - np.searchsorted(starts, tl.start)
-    how = f"{counts.mean():,.0f} events a step at ~{PS_PER_OP_EVENT / 1e6:.2f} us each, estimated"
-    return owner, how, counts * PS_PER_OP_EVENT, None
+    return np.searchsorted(starts, tl.start + tl.dur) - np.searchsorted(starts, tl.start)
 
 
 def _hooks(trace: Trace, n: int) -> tuple[str, str, np.ndarray | None, None]:
