@@ -67,3 +67,42 @@ def test_pytorchs_events_in_a_step_that_trains_cost_more_than_in_one_that_does_n
     (source,) = [s for s in a.profiler.sources if s.owner == TORCH_EVENTS]
     assert list(source.step_ps) == [40 * PS_PER_OP_EVENT, 40 * PS_PER_TRAINING_EVENT] * 2, source.step_ps
     assert "40 events a step at ~0.25-0.38 us each, estimated" == source.how
+
+
+def _tf_calls_run(devices=False):
+    """Four 100 us steps, each one tf.function call and five eager ops on the Python thread around a
+    10 us op; with `devices`, a GPU stream beside them."""
+    events = []
+    for i in range(4):
+        at = 120 * i
+        events += [("python", "train", at, 100, {"_r": 1, "step_num": i}),
+                   ("python", "EagerLocalExecute: __inference_train_step_41", at + 5, 30),
+                   ("tf_Compute/1", "model/dense/MatMul:MatMul", at + 10, 10)]
+        events += [("python", "EagerLocalExecute: AddV2", at + 40 + 10 * k, 4) for k in range(5)]
+        if devices:
+            events.append((("/device:GPU:0", "Stream #7(Compute)"), "gemm", at + 12, 5))
+    return analyze_trace(tiny_trace(events), "t")
+
+
+def test_tensorflows_tf_function_calls_and_eager_ops_are_each_priced_as_a_whole():
+    from tftrace.analysis.profiler_cost import PS_PER_TF_EAGER_OP, PS_PER_TF_FUNCTION_CALL, TF_CALLS
+    run = _tf_calls_run()
+    want = PS_PER_TF_FUNCTION_CALL + 5 * PS_PER_TF_EAGER_OP  # 24 us of a step's 90 us host overhead
+    assert [s.profiler_ps for s in run.steps.steps] == [want] * 4
+    (note,) = [n for n in run.notes if n.startswith(TF_CALLS)]
+    assert "1.0 tf.function calls and 5.0 eager ops a step at ~10 and ~2.8 us each, estimated" in note, note
+    assert any(o.owner == f"Profiler {TF_CALLS}" for o in run.owners)
+    # With a device the host's recording lengthens no step the device paces: none is estimated.
+    assert not [n for n in _tf_calls_run(devices=True).notes if n.startswith(TF_CALLS)]
+
+
+def test_a_run_eagerly_fits_eager_ops_are_the_profilers_in_part():
+    """The zoo's run_eagerly capture (plain profiler start/stop around Keras fit, run_eagerly=True):
+    every op an eager call, each with its EagerLocalExecute event."""
+    import os
+    from tftrace.analysis.profiler_cost import TF_CALLS
+    from tftrace.api import analyze
+    (run,) = analyze(os.path.join(os.path.dirname(__file__), "..", "sample_traces", "zoo", "run_eagerly")).runs
+    (note,) = [n for n in run.notes if n.startswith(TF_CALLS)]
+    assert "0.0 tf.function calls and 277.0 eager ops a step" in note, note
+    assert run.verdict.bound == "host_overhead" and run.steps.profiler_ps > 0

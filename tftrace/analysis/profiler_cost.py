@@ -1,6 +1,7 @@
 """The profiler's own time inside each step, by source: JAX's Python tracer's calls (estimated,
 analysis/tracer_cost.py), the op events XLA:CPU records for each thunk it runs and PyTorch's
-profiler for each op (estimated per event), tftrace's own hooks while the window ran (timed by
+profiler for each op (estimated per event), TensorFlow's for each eager op and tf.function call
+(estimated per call), tftrace's own hooks while the window ran (timed by
 the capture, in its sidecar), and its stack sampler's ticks (timed by the sampler, in its
 samples file). The steps the breakdown and verdict judge are the traced ones less this."""
 
@@ -26,18 +27,28 @@ PS_PER_OP_EVENT = 250_000
 # whole Adam step 0.38 us an event, Keras-on-torch fits of 1 and 4 hidden layers 0.43 and 0.36.
 PS_PER_TRAINING_EVENT = 380_000
 _BACKWARD = "autograd::engine::evaluate_function"  # the name autograd gives each backward node it runs
+# TensorFlow's events have no one price (0.1-1.5 us an event from one kind of work to another:
+# benchmarks/bench_tf_profiler.py), but two kinds of call do, whole: an eager op (ten tf.add in a
+# loop, 2.7-3.0 us an op in four runs; a run_eagerly fit's 192 ops a step, 3.4) and a tf.function
+# call (a one-matmul function, 9.3-11.8 us a call in eight runs). Each runs one EagerLocalExecute.
+# What else a graph step costs (its input's get_next, its ops on other threads, Keras' loop: 60-87
+# us a fit step in all, of which these price ~16) stays in the steps.
+PS_PER_TF_EAGER_OP = 2_800_000
+PS_PER_TF_FUNCTION_CALL = 10_000_000
+_EAGER_EXECUTE = "EagerLocalExecute: "  # then the op's type, or the function's `__inference_<name>_<n>`
 MIN_SHARE = 0.01  # a source under this share of step time is left in the steps, unnamed
 
 TRACER = "JAX's Python tracer"
 OP_EVENTS = "XLA:CPU's op events"
 TORCH_EVENTS = "PyTorch's op events"
+TF_CALLS = "TensorFlow's call events"
 HOOKS = "tftrace's hooks"
 SAMPLER = "tftrace's stack sampler"
 
 
 @dataclass(frozen=True, eq=False)
 class Source:
-    owner: str  # the profiler's part that costs it (TRACER, OP_EVENTS, TORCH_EVENTS, HOOKS, SAMPLER)
+    owner: str  # the profiler's part that costs it (TRACER, OP_EVENTS, TORCH_EVENTS, TF_CALLS, HOOKS, SAMPLER)
     how: str  # how it was found: "13,077 calls a step at ~0.4 us each, estimated", "timed"
     step_ps: np.ndarray  # per step, of its host overhead
     gap_ps: np.ndarray  # per step, of the gap before it (the tracer's calls, the sampler's ticks)
@@ -82,10 +93,11 @@ def profiler_cost(trace: Trace, tl: Timeline) -> ProfilerCost | None:
         sources.append(Source(TRACER, f"{tracer.calls_per_step:,.0f} calls a step at ~{tracer.ps_per_call / 1e6:.1f} us "
                               "each, estimated", tracer.step_ps, tracer.gap_ps, tracer.share))
         room, estimated, idle = room - tracer.step_ps, estimated - tracer.step_ps, idle - tracer.gap_ps
-    for owner, how, want, gap in (_op_events(trace, tl), _hooks(trace, n), _sampler(trace, tl)):
+    for owner, how, want, gap in (_op_events(trace, tl), _tf_calls(trace, tl), _hooks(trace, n), _sampler(trace, tl)):
         if want is None:
             continue
-        took = np.maximum(np.minimum(want, estimated if owner in (OP_EVENTS, TORCH_EVENTS) else room), 0).astype(np.int64)
+        cap = estimated if owner in (OP_EVENTS, TORCH_EVENTS, TF_CALLS) else room
+        took = np.maximum(np.minimum(want, cap), 0).astype(np.int64)
         gap = np.maximum(np.minimum(gap, idle), 0).astype(np.int64) if gap is not None else np.zeros(n, np.int64)
         if took.sum() + gap.sum() < MIN_SHARE * tl.wall_ps:
             continue
@@ -118,6 +130,22 @@ def _op_events(trace: Trace, tl: Timeline) -> tuple[str, str, np.ndarray | None,
     each = f"~{price.min() / 1e6:.2f}" + (f"-{price.max() / 1e6:.2f}" if price.max() > price.min() else "")
     how = f"{counts.mean():,.0f} events a step at {each} us each, estimated"
     return owner, how, counts * price, None
+
+
+def _tf_calls(trace: Trace, tl: Timeline) -> tuple[str, str, np.ndarray | None, None]:
+    """TensorFlow's eager ops and tf.function calls in each step, each at its own price: a run
+    with no device only, as for the op events."""
+    if trace.devices:
+        return TF_CALLS, "", None, None
+    calls = [c for c, name in enumerate(trace.names) if name.startswith(_EAGER_EXECUTE)]
+    if not calls:
+        return TF_CALLS, "", None, None
+    functions = [c for c in calls if trace.names[c].startswith(_EAGER_EXECUTE + "__inference_")]
+    fn = _in_steps(trace, functions, tl)
+    ops = _in_steps(trace, calls, tl) - fn
+    how = (f"{fn.mean():,.1f} tf.function calls and {ops.mean():,.1f} eager ops a step at "
+           f"~{PS_PER_TF_FUNCTION_CALL / 1e6:.0f} and ~{PS_PER_TF_EAGER_OP / 1e6:.1f} us each, estimated")
+    return TF_CALLS, how, fn * PS_PER_TF_FUNCTION_CALL + ops * PS_PER_TF_EAGER_OP, None
 
 
 def _in_steps(trace: Trace, codes, tl: Timeline) -> np.ndarray:
