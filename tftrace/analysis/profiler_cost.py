@@ -1,9 +1,9 @@
 """The profiler's own time inside each step, by source: JAX's Python tracer's calls (estimated,
 analysis/tracer_cost.py), the op events XLA:CPU records for each thunk it runs and PyTorch's
 profiler for each op (estimated per event), TensorFlow's for each eager op and tf.function call
-(estimated per call), tftrace's own hooks while the window ran (timed by
-the capture, in its sidecar), and its stack sampler's ticks (timed by the sampler, in its
-samples file). The steps the breakdown and verdict judge are the traced ones less this."""
+(estimated per call), tftrace's own hooks while the window ran (timed by the capture, in its
+sidecar), and its stack sampler's ticks (timed by the sampler, in its samples file). The steps
+the breakdown and verdict judge are the traced ones less this."""
 
 from __future__ import annotations
 
@@ -93,7 +93,8 @@ def profiler_cost(trace: Trace, tl: Timeline) -> ProfilerCost | None:
         sources.append(Source(TRACER, f"{tracer.calls_per_step:,.0f} calls a step at ~{tracer.ps_per_call / 1e6:.1f} us "
                               "each, estimated", tracer.step_ps, tracer.gap_ps, tracer.share))
         room, estimated, idle = room - tracer.step_ps, estimated - tracer.step_ps, idle - tracer.gap_ps
-    for owner, how, want, gap in (_op_events(trace, tl), _tf_calls(trace, tl), _hooks(trace, n), _sampler(trace, tl)):
+    parts = (_op_events(trace, tl), _tf_calls(trace, tl), _hooks(trace, n), _sampler(trace, tl))
+    for owner, how, want, gap in parts:
         if want is None:
             continue
         cap = estimated if owner in (OP_EVENTS, TORCH_EVENTS, TF_CALLS) else room
