@@ -31,7 +31,7 @@ _BACKWARD = "autograd::engine::evaluate_function"  # the name autograd gives eac
 # benchmarks/bench_tf_profiler.py), but two kinds of call do, whole: an eager op (ten tf.add in a
 # loop, 2.7-3.0 us an op in four runs; a run_eagerly fit's 192 ops a step, 3.4) and a tf.function
 # call (a one-matmul function, 9.3-11.8 us a call in eight runs). Each runs one EagerLocalExecute.
-# What else a graph step costs (its input's get_next, its ops on other threads, Keras' loop: 60-87
+# What else a graph step costs (its input's get_next, its ops on other threads, Keras' loop: 40-100
 # us a fit step in all, of which these price ~16) stays in the steps.
 PS_PER_TF_EAGER_OP = 2_800_000
 PS_PER_TF_FUNCTION_CALL = 10_000_000
