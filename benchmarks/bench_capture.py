@@ -255,6 +255,7 @@ def _ratios(by_capture: dict, keys: tuple[str, ...]) -> str:
 
 def main() -> None:
     import keras  # noqa: F401 - the version only; the work is in the children
+    from results import put_block
     results = [_run_child(b, m) for b in BACKENDS for m in MODELS]
     table = _table(results)
     print(table)
@@ -280,15 +281,7 @@ def main() -> None:
         "over the same epoch's untraced steps after the window. In bold: the median over "
         "captures; then each capture's. In brackets: how far apart the two plain fits around that capture "
         "ran, this machine's own noise at the moment.", "", table, "", _END])
-    path = os.path.join(ROOT, "benchmarks", "RESULTS.md")
-    with open(path) as f:
-        text = f.read()
-    if _BEGIN in text:
-        text = text[:text.index(_BEGIN)] + block + text[text.index(_END) + len(_END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    with open(path, "w") as f:
-        f.write(text)
+    put_block(os.path.join(ROOT, "benchmarks", "RESULTS.md"), block, _BEGIN, _END)
 
 
 if __name__ == "__main__":

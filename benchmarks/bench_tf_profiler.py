@@ -146,6 +146,7 @@ def main() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ["KERAS_BACKEND"] = "tensorflow"
     import tensorflow as tf
+    from results import put_block
     rows = {}
     for name, case in cases().items():
         rows[name] = case()
@@ -153,16 +154,8 @@ def main() -> None:
     text = (f"Produced by `python benchmarks/bench_tf_profiler.py` (tensorflow {tf.__version__}, CPU, this 2-core "
             f"shared machine; {PAIRS} alternating pairs of blocks, each of {CALLS} calls or one {FIT_STEPS}-step "
             "epoch).\n\n" + table(rows))
-    path = os.path.join(ROOT, "benchmarks", "RESULTS.md")
-    with open(path) as f:
-        old = f.read()
-    block = f"{_BEGIN}\n{text}\n{_END}"
-    if _BEGIN in old:
-        new = old[:old.index(_BEGIN)] + block + old[old.index(_END) + len(_END):]
-    else:
-        new = old.rstrip("\n") + "\n\n## What TensorFlow's profiler costs the work it records\n\n" + block + "\n"
-    with open(path, "w") as f:
-        f.write(new)
+    put_block(os.path.join(ROOT, "benchmarks", "RESULTS.md"), f"{_BEGIN}\n{text}\n{_END}", _BEGIN, _END,
+              heading="## What TensorFlow's profiler costs the work it records")
     print(text)
 
 

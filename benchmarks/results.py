@@ -3,6 +3,19 @@
 from __future__ import annotations
 
 
+def put_block(path: str, block: str, begin: str, end: str, heading: str = "") -> None:
+    """One benchmark's own block of RESULTS.md (`begin` to `end`, both in `block`): in place of
+    its last version, or added at the end, under `heading` where one is given."""
+    with open(path) as f:
+        text = f.read()
+    if begin in text:
+        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + (f"{heading}\n\n" if heading else "") + block + "\n"
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def _s(r: dict) -> str:
     lo, hi = r["spread"]
     return f"{r['seconds']:.2f} ({lo:.2f}-{hi:.2f})"
