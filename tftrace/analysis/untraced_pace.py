@@ -46,6 +46,6 @@ def untraced_note(pace: UntracedPace | None) -> tuple[str, ...]:
     if pace.judged_ps != pace.traced_ps:
         note += f", {pace.judged_ps / 1e9:.3f} ms less the profiler's estimated time ({judged:.2f}x)"
     if judged >= SLOWED:
-        note += ("; the steps judged still hold the rest: the profiler's recording of each call (not estimated "
-                 "here), or this machine's pace changing between the two")
+        note += ("; the steps judged still hold the rest: the profiler's recording that no estimate "
+                 "here prices (TensorFlow's, beyond its calls), or this machine's pace changing between the two")
     return (note,)
