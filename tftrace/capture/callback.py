@@ -203,8 +203,11 @@ class TraceCallback(keras.callbacks.Callback):
                     self._batch_end(mode, batch, logs=logs)
                     if self._session is session:  # not the window's last step (its wait) and stop
                         session.hooks_ns += own_ns() - began
-                elif self._after is not None and batch >= self._after.last and mode == self._after.mode:
-                    self._end_after(synced=False)  # the steps after the window, timed untraced
+                elif self._after is not None and mode == self._after.mode:  # the steps after the window, untraced
+                    if batch >= self._after.last:
+                        self._end_after(synced=False)
+                    else:
+                        self._after.turn()
                 return out
             except BaseException as e:
                 self._raised(e)

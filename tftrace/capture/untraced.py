@@ -2,24 +2,34 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 
 from tftrace.capture.sidecar import add_to_sidecar
 
 MIN_STEPS = 3  # fewer steps after the window than this: no figure (one slow step would be it)
+MAX_TURNS = 10_000  # end hooks a stretch keeps the time of (80 kB): its median needs no more
 
 
 class AfterWindow:
     """Armed as a window closes complete, with steps of the call still to come: from the end of
     the profiler's stop to the end hook of the epoch's (or call's) last batch, before any
     validation pass sets itself up, their time over their count goes into the window's sidecar as
-    `untraced`. Per batch that costs one attribute read: two clock readings, one sidecar update.
-    On JAX the stretch ends where the device has run its steps (`settle` waits for them)."""
+    `untraced`, with the median turn of the loop (one end hook to the next: a step with the gap
+    after it, as the report's steps are set against it). Per batch after the window that costs a
+    clock reading. On JAX the stretch ends where the device has run its steps (`settle` waits for
+    them); its hooks time the host's dispatch there, so only the mean is the device's pace."""
 
     def __init__(self, run_dir: str, mode: str, steps: int, last: int, settle) -> None:
         self.mode, self.last = mode, last  # the stretch ends with batch `last`'s end hook
         self._run_dir, self._steps, self._settle = run_dir, steps, settle
         self._began = time.perf_counter()
+        self._ends: list[int] = []  # perf_counter_ns at each end hook before the last batch's
+
+    def turn(self) -> None:
+        """A batch's end hook, before the last one's."""
+        if len(self._ends) < MAX_TURNS:
+            self._ends.append(time.perf_counter_ns())
 
     @staticmethod
     def arm(run_dir: str, mode: str, last_batch: int, total: int | None, settle) -> AfterWindow | None:
@@ -33,7 +43,11 @@ class AfterWindow:
             if not synced:
                 self._settle()
             ms = (time.perf_counter() - self._began) * 1e3
-            add_to_sidecar(self._run_dir, "untraced", {"ms_per_step": round(ms / self._steps, 4), "steps": self._steps})
+            figure = {"ms_per_step": round(ms / self._steps, 4), "steps": self._steps}
+            turns = [b - a for a, b in zip(self._ends, self._ends[1:])]
+            if turns:
+                figure.update(median_turn_ms=round(statistics.median(turns) / 1e6, 4), turns=len(turns))
+            add_to_sidecar(self._run_dir, "untraced", figure)
         except Exception:  # a figure beside the trace: never a reason for the user's call to fail
             pass
 
