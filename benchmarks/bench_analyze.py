@@ -34,7 +34,6 @@ import glob
 import json
 import os
 import platform
-import re
 import statistics
 import subprocess
 import sys
@@ -44,7 +43,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import bench_command  # noqa: E402
 from make_traces import trace_path  # noqa: E402
-from results import results_markdown  # noqa: E402
+from results import ANALYZE_BEGIN, ANALYZE_END, put_block, results_markdown  # noqa: E402
 
 _WORKER = r"""
 import json, os, shutil, sys, tempfile, time
@@ -202,22 +201,9 @@ def main() -> None:
         result = bench(trace_path(name), tools, args.repeats)
         rows.append((name, *sizes[name], result))
         _print_row(rows[-1])
-    report = results_markdown(whole, sizes, samples, imports, rows, versions(), args) + _kept_blocks(args.output)
-    with open(args.output, "w") as f:
-        f.write(report)
+    block = results_markdown(whole, sizes, samples, imports, rows, versions(), args)
+    put_block(args.output, block, ANALYZE_BEGIN, ANALYZE_END)  # the other benchmarks' blocks and the readings stay
     print(f"\nwrote {args.output}")
-
-
-def _kept_blocks(path: str) -> str:
-    """Sections other benchmarks keep in the same file (`<!-- bench_x begin -->` to `end -->`,
-    e.g. bench_capture.py's): carried over as they were."""
-    try:
-        text = open(path).read()
-    except OSError:
-        return ""
-    blocks = re.findall(r"<!-- (bench_\w+) begin -->.*?<!-- \1 end -->", text, re.S)
-    found = [re.search(f"<!-- {b} begin -->.*?<!-- {b} end -->", text, re.S).group(0) for b in blocks]
-    return "".join("\n" + b + "\n" for b in found)
 
 
 def _whole_line(name: str, size: tuple[int, int], r: dict) -> str:

@@ -1,13 +1,19 @@
-"""Write benchmarks/RESULTS.md from one benchmark run's medians."""
+"""Write benchmarks/RESULTS.md: each benchmark its own block, the readings around them kept."""
 
 from __future__ import annotations
+
+
+ANALYZE_BEGIN, ANALYZE_END = "<!-- bench_analyze begin -->", "<!-- bench_analyze end -->"
 
 
 def put_block(path: str, block: str, begin: str, end: str, heading: str = "") -> None:
     """One benchmark's own block of RESULTS.md (`begin` to `end`, both in `block`): in place of
     its last version, or added at the end, under `heading` where one is given."""
-    with open(path) as f:
-        text = f.read()
+    try:
+        with open(path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        text = "# tftrace benchmark results\n"
     if begin in text:
         text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
     else:
@@ -22,8 +28,7 @@ def _s(r: dict) -> str:
 
 
 def results_markdown(whole, sizes, samples, imports, rows, vers, args) -> str:
-    out = ["# tftrace benchmark results", "",
-           "Produced by `python benchmarks/make_traces.py && python benchmarks/bench_analyze.py` on this "
+    out = [ANALYZE_BEGIN, "Produced by `python benchmarks/make_traces.py && python benchmarks/bench_analyze.py` on this "
            "project's 2-core machine, which other developers' jobs share: every figure is the median of "
            f"interleaved runs ({args.command_repeats} per whole command, {args.repeats} in-process), with the "
            "fastest and slowest run in brackets where the noise matters.", "",
@@ -32,7 +37,7 @@ def results_markdown(whole, sizes, samples, imports, rows, vers, args) -> str:
     out += _samples(samples)
     out += _imports(imports)
     out += _in_process(rows, args.repeats)
-    return "\n".join(out) + "\n"
+    return "\n".join(out + [ANALYZE_END])
 
 
 def _whole(whole, sizes) -> list[str]:
