@@ -1,8 +1,11 @@
-"""The profiler's own time by source, on hand-built traces: the stack sampler's ticks."""
+"""The profiler's own time by source, on hand-built traces: the stack sampler's ticks, PyTorch's and
+TensorFlow's events, and the rest of TensorFlow's recording measured against untraced turns."""
 
 from __future__ import annotations
 
 import dataclasses
+
+import pytest
 
 from tiny import tiny_trace
 from tftrace.analysis.profiler_cost import SAMPLER
@@ -106,3 +109,57 @@ def test_a_run_eagerly_fits_eager_ops_are_the_profilers_in_part():
     (note,) = [n for n in run.notes if n.startswith(TF_CALLS)]
     assert "0.0 tf.function calls and 277.0 eager ops a step" in note, note
     assert run.verdict.bound == "host_overhead" and run.steps.profiler_ps > 0
+
+
+def _measured_run(untraced, steps=6, slow=None, tf=True, events=15):
+    """Steps of 100 us, 120 us apart (a turn of 120 us), each one tf.function call (10 us priced)
+    around a 10 us op and `events` short executor events; `slow`: that step lasts 5 ms (a retrace);
+    `untraced`: the sidecar's figure."""
+    out, at = [], 0
+    for i in range(steps):
+        dur = 5000 if i == slow else 100
+        out += [("python", "train", at, dur, {"_r": 1, "step_num": i}),
+                ("tf_Compute/1", "model/dense/MatMul:MatMul", at + 10, 10)]
+        out += [("tf_Compute/2", "ExecutorState::Process", at + 30 + k, 0.5) for k in range(events)]
+        if tf:
+            out.append(("python", "EagerLocalExecute: __inference_train_step_41", at + 5, 30))
+        at += dur + 20
+    return analyze_trace(tiny_trace(out, sidecar={"untraced": untraced} if untraced is not None else {}), "t")
+
+
+def _rest(run):
+    from tftrace.analysis.profiler_cost import TF_REST
+    return [n for n in run.notes if n.startswith(TF_REST)]
+
+
+def test_the_rest_of_tensorflows_recording_is_measured_against_the_untraced_turns_median():
+    from tftrace.analysis.profiler_cost import PS_PER_TF_FUNCTION_CALL, TF_REST
+    # Untraced, a turn takes 90 us: of the traced 120 us, 10 are the priced call and 20 the rest.
+    run = _measured_run({"ms_per_step": 0.095, "steps": 40, "median_turn_ms": 0.09, "turns": 39})
+    assert [s.profiler_ps for s in run.steps.steps] == [PS_PER_TF_FUNCTION_CALL + 20_000_000] * 6
+    (note,) = _rest(run)
+    assert "~0.020 ms" in note and "the median of the same call's 39 turns after the window, untraced" in note, note
+    assert any(o.owner == f"Profiler {TF_REST}" for o in run.owners)
+    (pace,) = [n for n in run.notes if n.startswith("untraced, ")]
+    assert "less the profiler's time (estimated, and measured against these steps' median" in pace, pace
+    # A retrace in the window is the program's: the median turn is the steady one.
+    slow = _measured_run({"ms_per_step": 0.095, "steps": 40, "median_turn_ms": 0.09, "turns": 39}, steps=7, slow=3)
+    assert [s.profiler_ps for s in slow.steps.steps] == [PS_PER_TF_FUNCTION_CALL + 20_000_000] * 7
+    assert slow.steps.steps[3].dur_ps - slow.steps.steps[3].profiler_ps > 4_900_000_000
+    # However fast the untraced turns, the calls and the rest take no more than 2 us an event the
+    # step recorded (here 18: 36 us), nor more than the estimates may: 60% of host overhead.
+    fast = {"ms_per_step": 0.005, "steps": 40, "median_turn_ms": 0.005, "turns": 39}
+    assert [s.profiler_ps for s in _measured_run(fast).steps.steps] == [36_000_000] * 6
+    assert [s.profiler_ps for s in _measured_run(fast, events=100).steps.steps] == [round(0.6 * 90_000_000)] * 6
+
+
+@pytest.mark.parametrize("untraced,tf", [
+    ({"ms_per_step": 0.095, "steps": 40, "median_turn_ms": 0.09, "turns": 39}, False),  # not TensorFlow's run
+    ({"ms_per_step": 0.095, "steps": 40}, True),  # an older capture: its stretch's mean only
+    ({"ms_per_step": 0.095, "steps": 10, "median_turn_ms": 0.09, "turns": 9}, True),  # too few turns
+    ({"ms_per_step": 0.12, "steps": 40, "median_turn_ms": 0.115, "turns": 39}, True),  # untraced no faster
+    ({"ms_per_step": 0.095, "steps": 40, "median_turn_ms": "0.09", "turns": 39}, True),
+    ({"ms_per_step": 0.095, "steps": 40, "median_turn_ms": 0.09, "turns": True}, True),
+    (None, True)])
+def test_no_rest_is_measured_without_a_sound_untraced_median_or_on_other_backends(untraced, tf):
+    assert not _rest(_measured_run(untraced, tf=tf))

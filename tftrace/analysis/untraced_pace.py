@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tftrace.analysis.breakdown import Timeline
-from tftrace.analysis.profiler_cost import ProfilerCost, less_profiler
+from tftrace.analysis.profiler_cost import TF_REST, ProfilerCost, less_profiler
 
 SLOWED = 1.1  # the steps judged this much slower than the untraced ones: say the rest is the profiler's too
 
@@ -16,7 +16,8 @@ class UntracedPace:
     ps: int  # the untraced step, its gap included (a turn of the loop)
     steps: int  # how many steps that is the mean of
     traced_ps: int  # the traced steps' mean with the gap after each
-    judged_ps: int  # the same less the profiler's estimated time: the steps the breakdown judges
+    judged_ps: int  # the same less the profiler's time: the steps the breakdown judges
+    measured: bool  # the profiler's time holds TensorFlow's other recording, measured against these steps
 
 
 def untraced_pace(sidecar: dict, tl: Timeline, cost: ProfilerCost | None) -> UntracedPace | None:
@@ -27,7 +28,8 @@ def untraced_pace(sidecar: dict, tl: Timeline, cost: ProfilerCost | None) -> Unt
     ms, steps = got.get("ms_per_step"), got.get("steps")
     if isinstance(ms, bool) or not isinstance(ms, (int, float)) or ms <= 0 or not isinstance(steps, int) or steps <= 0:
         return None
-    return UntracedPace(round(ms * 1e9), steps, _per_turn(tl), _per_turn(less_profiler(tl, cost)))
+    measured = cost is not None and any(s.owner == TF_REST for s in cost.sources)
+    return UntracedPace(round(ms * 1e9), steps, _per_turn(tl), _per_turn(less_profiler(tl, cost)), measured)
 
 
 def _per_turn(tl: Timeline) -> int:
@@ -44,8 +46,9 @@ def untraced_note(pace: UntracedPace | None) -> tuple[str, ...]:
             f"(TraceCallback timed them, no profiler running); the traced ones {pace.traced_ps / 1e9:.3f} ms with "
             f"their gaps ({traced:.2f}x)")
     if pace.judged_ps != pace.traced_ps:
-        note += f", {pace.judged_ps / 1e9:.3f} ms less the profiler's estimated time ({judged:.2f}x)"
+        how = "estimated, and measured against these steps' median" if pace.measured else "estimated"
+        note += f", {pace.judged_ps / 1e9:.3f} ms less the profiler's time ({how}: {judged:.2f}x)"
     if judged >= SLOWED:
         note += ("; the steps judged still hold the rest: the profiler's recording that no estimate "
-                 "here prices (TensorFlow's, beyond its calls), or this machine's pace changing between the two")
+                 "here prices, or this machine's pace changing between the two")
     return (note,)

@@ -102,9 +102,9 @@ def _python(ctx, key, parts: dict, out, hooked: bool) -> None:
 
 def _profiler(ctx, key, parts: dict, out) -> None:
     """The profiler's own time, by source (analysis/profiler_cost: JAX's Python tracer, the op and
-    call events XLA:CPU, PyTorch and TensorFlow record, tftrace's hooks and sampler), in each step,
-    of its host overhead, and in the gap after it, of its idle time: the capture's own work, never
-    the program's."""
+    call events XLA:CPU, PyTorch and TensorFlow record, the rest of TensorFlow's recording measured
+    against untraced steps, tftrace's hooks and sampler), in each step, of its host overhead, and
+    in the gap after it, of its idle time: the capture's own work, never the program's."""
     cost = ctx.profiler
     if cost is None:
         return
