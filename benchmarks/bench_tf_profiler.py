@@ -120,12 +120,20 @@ def cases() -> dict:
     for _ in range(4):
         mapped = mapped.map(lambda v: v + 1)
     mapped = iter(mapped)
+    batches = iter(tf.data.Dataset.from_tensor_slices(np.zeros((4096, 8), np.float32)).batch(8).repeat()
+                   .prefetch(tf.data.AUTOTUNE))
+
+    @tf.function
+    def reads(it):  # a step function's shape: its batch from the iterator, inside the call
+        v = next(it)
+        return tf.matmul(v, v, transpose_b=True)
     return {
         "a tf.function call (one 8x8 matmul)": lambda: _calls_case(lambda: fns[0](x)),
         "four tf.function calls": lambda: _calls_case(lambda: [f(x) for f in fns]),
         "ten eager ops (tf.add)": lambda: _calls_case(lambda: [tf.add(x, x) for _ in range(10)]),
         "next() on Dataset.range": lambda: _calls_case(lambda: next(plain)),
         "next() on Dataset.range with four maps": lambda: _calls_case(lambda: next(mapped)),
+        "a tf.function call reading a prefetched dataset (one matmul)": lambda: _calls_case(lambda: reads(batches)),
         "Keras fit step, MLP of 1 hidden layer": lambda: _fit_case(1),
         "Keras fit step, MLP of 8 hidden layers": lambda: _fit_case(8),
         "Keras fit step, MLP of 32 hidden layers": lambda: _fit_case(32),
