@@ -162,13 +162,17 @@ def test_a_short_fit_still_gets_a_window(tmp_path):
 
 
 def test_steps_per_execution_above_one_is_captured(tmp_path):
-    x, y = data(96)
+    x, y = data(192)
     model = small_model()
     model.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True), steps_per_execution=3)
     cb = tftrace.TraceCallback(str(tmp_path), fit_steps=(3, 8), evaluate_steps=None, predict_steps=None)
     model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[cb])
     report = analyze(cb.runs[0]).runs[0]
     assert report.steps.count >= 2 and all(s.number % 3 == 0 for s in report.steps.steps)
+    # The steps after the window count as its markers do, a call of 3 batches a step: batches 9-23
+    # are 5 calls, the last one's end hook ends the stretch, and 3 turns lie between the others'.
+    untraced = json.load(open(os.path.join(cb.runs[0], "tftrace_run.json")))["untraced"]
+    assert (untraced["steps"], untraced["turns"]) == (5, 3), untraced
 
 
 def test_a_default_window_with_several_steps_a_call_skips_the_call_that_compiles(tmp_path):

@@ -370,7 +370,7 @@ class TraceCallback(keras.callbacks.Callback):
                 self._experiments.captured(mode, run, len(session.steps), time.perf_counter() - self._opened_at)
                 if session.steps:
                     self._after = AfterWindow.arm(run, mode, session.steps[-1] + self._spe - 1,
-                                                  self._total_steps(mode), self._pacer.settle)
+                                                  self._total_steps(mode), self._pacer.settle, self._spe)
         if mode != "train":
             self._done.add(mode)
 

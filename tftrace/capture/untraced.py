@@ -32,9 +32,11 @@ class AfterWindow:
             self._ends.append(time.perf_counter_ns())
 
     @staticmethod
-    def arm(run_dir: str, mode: str, last_batch: int, total: int | None, settle) -> AfterWindow | None:
-        """`last_batch`: the window's last batch; `total`: the call's (or epoch's) batches, if known."""
-        steps = (total or 0) - last_batch - 1
+    def arm(run_dir: str, mode: str, last_batch: int, total: int | None, settle, spe: int = 1) -> AfterWindow | None:
+        """`last_batch`: the window's last batch; `total`: the call's (or epoch's) batches, if known;
+        `spe`: batches a call of the step function runs (steps_per_execution), so a step is a call,
+        as the window's step markers mark them."""
+        steps = -(-((total or 0) - last_batch - 1) // max(spe, 1))
         return AfterWindow(run_dir, mode, steps, total - 1, settle) if steps >= MIN_STEPS else None
 
     def end(self, synced: bool) -> None:
