@@ -166,9 +166,10 @@ def _tf_rest(trace: Trace, tl: Timeline, sources: list[Source], room: np.ndarray
     """What TensorFlow's profiler costs beyond its priced calls, measured: the median turn of the
     loop (a step with the gap after it) less every other source, over the median turn of the same
     call after the window, untraced (TraceCallback's `untraced`), taken from each step's host
-    overhead alike, within the estimates' `room` and PS_PER_TF_EVENT_MAX an event. Medians, so that a slow step of the window's
-    own (a retrace, a checkpoint) stays the program's; a TensorFlow run only, as the other
-    backends' recording is priced per event (and JAX's hooks time its dispatch, not its steps)."""
+    overhead alike, within the estimates' `room` and PS_PER_TF_EVENT_MAX an event. Medians, so
+    that a slow step of the window's own (a retrace, a checkpoint) stays the program's; a
+    TensorFlow run only, as the other backends' recording is priced per event (and JAX's hooks
+    time its dispatch, not its steps)."""
     got = trace.sidecar.get("untraced") if isinstance(trace.sidecar, dict) else None
     if not isinstance(got, dict) or len(tl.dur) < 2 or not any(n.startswith(_EAGER_EXECUTE) for n in trace.names):
         return None

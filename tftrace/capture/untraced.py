@@ -24,10 +24,10 @@ class AfterWindow:
         self.mode, self.last = mode, last  # the stretch ends with batch `last`'s end hook
         self._run_dir, self._steps, self._settle = run_dir, steps, settle
         self._began = time.perf_counter()
-        self._ends: list[int] = []  # perf_counter_ns at each end hook before the last batch's
+        self._ends: list[int] = []  # perf_counter_ns at each end hook before the last one
 
     def turn(self) -> None:
-        """A batch's end hook, before the last one's."""
+        """A step's end hook (a batch's, or a call's of steps_per_execution batches), before the last one's."""
         if len(self._ends) < MAX_TURNS:
             self._ends.append(time.perf_counter_ns())
 
