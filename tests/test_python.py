@@ -157,7 +157,7 @@ def load_image(path):
     img = np.load(path).astype("float32") / 255.0
     for _ in range(24):
         img = (img + np.roll(img, 1, axis=0)) / 2
-    return img.reshape(16, 16, 16, 16, 3).mean(axis=(1, 3))[None]
+    return img.reshape(16, 32, 16, 32, 3).mean(axis=(1, 3))[None]
 
 
 class Augmented(keras.utils.PyDataset):
@@ -209,10 +209,13 @@ def runs(tmp_path_factory):
     model.fit(ds, steps_per_epoch=10, epochs=1, verbose=0, callbacks=[cb])
     out["generator"] = cb.runs[0]
 
-    paths = []  # enough loading (~16 x 5 ms) that a 5 ms sampler cannot miss it by chance
+    # Each image's loading (~9 ms) outlasts Python's 5 ms switch interval, after which the sampler's
+    # waiting thread takes the GIL. At 256x256 (~2 ms a load) one CI run's ticks all fell in the
+    # steps' quick_execute, where TensorFlow lets the GIL go, and none in the loading between them.
+    paths = []
     for i in range(16):
         paths.append(str(tmp / f"img{i}.npy"))
-        np.save(paths[-1], (np.random.default_rng(i).random((256, 256, 3)) * 255).astype("uint8"))
+        np.save(paths[-1], (np.random.default_rng(i).random((512, 512, 3)) * 255).astype("uint8"))
     small = _model((16, 16, 3))
     small.predict_on_batch(load_image(paths[0]))
     with tftrace.trace(str(tmp / "loop"), label="loop", python=True) as t:
