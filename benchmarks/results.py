@@ -28,7 +28,8 @@ def _s(r: dict) -> str:
 
 
 def results_markdown(whole, sizes, samples, imports, rows, vers, args) -> str:
-    out = [ANALYZE_BEGIN, "Produced by `python benchmarks/make_traces.py && python benchmarks/bench_analyze.py` on this "
+    out = [ANALYZE_BEGIN,
+           "Produced by `python benchmarks/make_traces.py && python benchmarks/bench_analyze.py` on this "
            "project's 2-core machine, which other developers' jobs share: every figure is the median of "
            f"interleaved runs ({args.command_repeats} per whole command, {args.repeats} in-process), with the "
            "fastest and slowest run in brackets where the noise matters.", "",

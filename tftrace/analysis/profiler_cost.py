@@ -171,21 +171,17 @@ def _tf_rest(trace: Trace, tl: Timeline, sources: list[Source], room: np.ndarray
     TensorFlow run only, as the other backends' recording is priced per event (and JAX's hooks
     time its dispatch, not its steps)."""
     got = trace.sidecar.get("untraced") if isinstance(trace.sidecar, dict) else None
-    if not isinstance(got, dict) or len(tl.dur) < 2 or not any(n.startswith(_EAGER_EXECUTE) for n in trace.names):
+    if not isinstance(got, dict) or len(tl.dur) < 2 or not trace.has_prefix(_EAGER_EXECUTE):
         return None
     ms, turns = got.get("median_turn_ms"), got.get("turns")
     if isinstance(ms, bool) or not isinstance(ms, (int, float)) or ms <= 0:
         return None
     if isinstance(turns, bool) or not isinstance(turns, int) or turns < MIN_UNTRACED_TURNS:
         return None
-    taken = sum((s.step_ps for s in sources), np.zeros(len(tl.dur), np.int64))
-    gaps = sum((s.gap_ps for s in sources), np.zeros(len(tl.dur), np.int64))
-    traced = (tl.dur - taken + np.r_[tl.idle[1:] - gaps[1:], 0])[:-1]  # the last step has no gap after it
-    want = float(np.median(traced)) - ms * 1e9
+    turns_less = less_profiler(tl, ProfilerCost(tuple(sources), None, 0.0)).iterations[:-1]  # the last: no gap
+    want = float(np.median(turns_less)) - ms * 1e9
     calls = sum((s.step_ps for s in sources if s.owner == TF_CALLS), np.zeros(len(tl.dur), np.int64))
-    starts = np.sort(trace.events["start_ps"])
-    events = np.searchsorted(starts, tl.start + tl.dur) - np.searchsorted(starts, tl.start)
-    most = np.minimum(room, events * PS_PER_TF_EVENT_MAX - calls)
+    most = np.minimum(room, _starts_in_steps(trace.events["start_ps"], tl) * PS_PER_TF_EVENT_MAX - calls)
     took = np.maximum(np.minimum(np.full(len(tl.dur), want), most), 0).astype(np.int64)
     if took.sum() < MIN_SHARE * tl.wall_ps:
         return None
@@ -196,7 +192,12 @@ def _tf_rest(trace: Trace, tl: Timeline, sources: list[Source], room: np.ndarray
 
 def _in_steps(trace: Trace, codes, tl: Timeline) -> np.ndarray:
     """How many events named one of `codes` begin in each step."""
-    starts = np.sort(trace.events["start_ps"][np.flatnonzero(trace.named(codes))])
+    return _starts_in_steps(trace.events["start_ps"][np.flatnonzero(trace.named(codes))], tl)
+
+
+def _starts_in_steps(start_ps: np.ndarray, tl: Timeline) -> np.ndarray:
+    """How many of these start times fall in each step."""
+    starts = np.sort(start_ps)
     return np.searchsorted(starts, tl.start + tl.dur) - np.searchsorted(starts, tl.start)
 
 
