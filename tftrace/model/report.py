@@ -20,6 +20,11 @@ DEFAULT_TOP = 15  # ops, layers, categories and Python rows a report lists unles
 SIDES = ("all", "host", "device")  # which ops the op table lists
 BOUNDS = ("input", "compute", "host_overhead", "idle", "unknown")
 PARTS = ("input", "compute", "host_overhead", "idle")
+# What a bottleneck's projection rests on: the fix deletes the work (removed), runs it beside the
+# rest (overlap: the step becomes the longer side), brings it to a reachable efficiency (roofline),
+# removes op runs or calls at their measured cost (dispatch), was timed (measured), or the trace
+# cannot say (none).
+PROJECTION_BASES = ("removed", "overlap", "roofline", "dispatch", "measured", "none")
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,19 @@ class Bottleneck:
     facts: tuple[Fact, ...] = ()  # the evidence item by item (`evidence` is them in one line)
     after_first: bool = False  # its fix saves nothing while bottleneck 1 holds the step (ranked after those that do)
     step_once_first_fixed_ps: int = 0  # then: the step once bottleneck 1 and this one are both fixed
+    # What a finding is about (kind, owner, subject) as a stable key: the same across captures of
+    # the same program, so a diff, a what-if and an agent can follow one finding.
+    id: str = ""
+    # What the projection rests on (PROJECTION_BASES): removed, overlap, roofline, dispatch,
+    # measured or none; and how the figure was made (or, for none, why the trace cannot say and
+    # what to run to find out).
+    projection_basis: str = ""
+    projection_how: str = ""
+    part: str = ""  # the breakdown part it explains (input, compute, host_overhead, idle), "" for views across parts
+    # The step no fix of this finding can go below (overlap: the longer of the two sides; roofline:
+    # the work at the reachable efficiency); 0 where the projection has no such floor.
+    floor_ps: int = 0
+    measured_step_ps: int | None = None  # the step with this fix applied, timed untraced by confirm; None if not
 
 
 @dataclass(frozen=True)
@@ -130,6 +148,9 @@ class OpRow:
     self_ps: int
     share: float  # of all op self time, host and device together (OpStats.total_ps)
     eager: bool = False
+    # Totals over the trace, as XProf counts them (analysis/cost); None where the trace cannot say.
+    flops: float | None = None
+    bytes_accessed: float | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +159,7 @@ class LayerRow:
     self_ps: int
     share: float
     params: int = -1  # trainable + non-trainable parameters, when the sidecar knows them
+    flops_per_step: float | None = None  # forward and backward together; None where unknown
 
 
 @dataclass(frozen=True)
@@ -186,6 +208,8 @@ class DeviceRow:
     idle_ps: int  # the total of those gaps
     longest_gap_ps: int
     compute_ps: int = 0  # time at least one kernel computes (copies, memsets and collectives left out)
+    peak_flops_per_s: float | None = None  # XProf's peak: the maximum over precisions; None where unknown
+    peak_bytes_per_s: float | None = None  # memory bandwidth; None where unknown
 
 
 @dataclass(frozen=True)
@@ -260,6 +284,8 @@ class RunReport:
     experiment: Experiment | None = None  # figures timed apart after the capture, where one ran
     memory: Memory = Memory()  # per allocator: the peak, what holds it, the room left; memory findings
     owners: tuple[OwnerRow, ...] = ()  # who in the program owns each part of a step, largest first
+    flops_per_step: float | None = None  # the model's FLOPs in one step; None where unknown
+    mfu: float | None = None  # model FLOPs / step time / the devices' peak; None where unknown
 
 
 @dataclass(frozen=True)
@@ -285,7 +311,7 @@ class Report(HtmlDisplay):
                         record.update(dataclasses.asdict(value))
                         continue
                     if f.name.endswith("_ps"):
-                        record[f.name[:-3] + "_ms"] = round(value / 1e9, 6)
+                        record[f.name[:-3] + "_ms"] = None if value is None else round(value / 1e9, 6)
                     record[f.name] = value
                 header = header or list(record)
                 rows.append([record[h] for h in header])
@@ -335,7 +361,7 @@ def _to_json(value):
             v = getattr(value, f.name)
             out[f.name] = _to_json(v)
             if f.name.endswith("_ps"):  # readers want ms; the exact ps stays for round-trips
-                out[f.name[:-3] + "_ms"] = round(v / 1e9, 6)
+                out[f.name[:-3] + "_ms"] = None if v is None else round(v / 1e9, 6)
         return out
     if isinstance(value, (tuple, list)):
         return [_to_json(v) for v in value]
