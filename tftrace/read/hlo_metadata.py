@@ -17,9 +17,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from tftrace.model.cost import ModuleCost
 from tftrace.model.names import in_optimizer
 from tftrace.read import native
-from tftrace.read.wire import Field, WireFile, fields
+from tftrace.read.hlo_cost import module_cost
+from tftrace.read.wire import Field, WireError, WireFile, fields
 
 # Field numbers: xplane.proto (XPlane, XEventMetadata, XStat, XStatMetadata) and hlo.proto
 # (HloProto, HloModuleProto, HloComputationProto, HloInstructionProto, xla.OpMetadata).
@@ -61,10 +63,12 @@ class Module:
     program_id: int
     sources: dict = field(default_factory=dict)  # instruction name -> op_name
     code: dict = field(default_factory=dict)  # instruction name -> the Python stack that made it (Frames.text)
+    cost: ModuleCost | None = None  # what each instruction costs (read/hlo_cost.py); None where it cannot say
 
 
-def read_modules(wf: WireFile, plane: list[Field]) -> dict[int, Module]:
-    """The modules of a `/host:metadata` plane (its top-level fields), by program id."""
+def read_modules(wf: WireFile, plane: list[Field], gpu: bool = True) -> dict[int, Module]:
+    """The modules of a `/host:metadata` plane (its top-level fields), by program id; `gpu`:
+    costed with XLA's GPU cost model (else its target-free one, for XLA:CPU)."""
     stat_ids = _stat_ids(wf, plane)
     hlo_id = stat_ids.get("Hlo Proto")
     program_stat = stat_ids.get("program_id")
@@ -91,8 +95,21 @@ def read_modules(wf: WireFile, plane: list[Field]) -> dict[int, Module]:
             m = _PROGRAM.search(name)
             program = int(m.group(1)) if m else -1 - len(out)
         module_name, sources, code = _module(wf, proto)
-        out[program] = Module(module_name or _PROGRAM.sub("", name), program, sources, code)
+        out[program] = Module(module_name or _PROGRAM.sub("", name), program, sources, code,
+                              _cost(wf, proto, program, gpu))
     return out
+
+
+def _cost(wf: WireFile, proto: Field, program: int, gpu: bool) -> ModuleCost | None:
+    """The module's costs; None where its HLO holds what the cost model cannot read (the
+    module's names and scopes stand without them)."""
+    module = next((f for f in fields(wf, proto.start, proto.end) if f.number == _HLO_MODULE), None)
+    if module is None:
+        return None
+    try:
+        return module_cost(wf, module, program, gpu)
+    except (WireError, IndexError, KeyError, ValueError, ZeroDivisionError, RecursionError):
+        return None
 
 
 def _stat_ids(wf: WireFile, plane: list[Field]) -> dict[str, int]:

@@ -15,7 +15,7 @@ from tftrace.read.lines import check_times
 from tftrace.read.line_threads import decoded_lines
 from tftrace.read.schema import XPlaneLazy, XSpaceLazy
 from tftrace.read import storage, wire
-from tftrace.read.device import device_label, device_names
+from tftrace.read.device import device_label, device_names, stated_cost
 from tftrace.read.cpu_thunks import module_names
 from tftrace.read.hlo import XLA_CPU_THREADS, cpu_thunk, is_hlo_name
 from tftrace.read.hlo_metadata import read_modules
@@ -87,7 +87,9 @@ def _read_space(wf: WireFile, path: str, builder: TraceBuilder, progress, host: 
     clock: dict = {}  # the file's time base (lines.decode_line), decided at its first line
     planes = [(parts, _plane_name(wf, parts)) for parts in (list(fields(wf, fd.start, fd.end)) for fd in planes)]
     # XLA modules' HLO (what names XLA:CPU's ops), read before the lines whose events it names.
-    modules = {k: m for parts, name in planes if name == _METADATA for k, m in _modules(wf, parts).items()}
+    gpu = any(name.startswith("/device:GPU") for _parts, name in planes)
+    modules = {k: m for parts, name in planes if name == _METADATA for k, m in _modules(wf, parts, gpu).items()}
+    builder.costs.modules.update({(host, k): m.cost for k, m in modules.items() if m.cost is not None})
     for parts, name in planes:
         _read_plane(wf, parts, name, host, builder, lambda done: progress(path, done, wf.size), clock, modules)
     if clock.get("base_ns"):  # absolute times, counted from the first line's: that is where the clock starts
@@ -95,10 +97,10 @@ def _read_space(wf: WireFile, path: str, builder: TraceBuilder, progress, host: 
     progress(path, wf.size, wf.size)
 
 
-def _modules(wf: WireFile, parts: list[Field]) -> dict:
+def _modules(wf: WireFile, parts: list[Field], gpu: bool) -> dict:
     """The plane's XLA modules; none where its HLO does not parse (names are then the thunks' own)."""
     try:
-        return read_modules(wf, parts)
+        return read_modules(wf, parts, gpu)
     except (WireError, UnicodeDecodeError):
         return {}
 
@@ -121,9 +123,11 @@ def _read_plane(wf: WireFile, parts: list[Field], name: str, host: str, builder:
     head = XPlaneLazy.FromString(b"".join(wire.raw(wf, p) for p in parts if p.number != _PLANE_LINES))
     if name == _TASK_ENVIRONMENT:
         _read_clock(head, host, builder)
+    if name.startswith("/device:"):
+        _read_device(head, host, builder)
     if not lines:
         return
-    names = _PlaneNames(builder, head)
+    names = _PlaneNames(builder, head, host)
     stream = decoded_lines(wf, lines, clock, names.slot_table(), names.bookkeeping)
     first = next(stream, None)  # the next lines decode meanwhile
     names.fill()
@@ -157,11 +161,27 @@ def _read_clock(plane, host: str, builder: TraceBuilder) -> None:
                 builder.profile_start_ns[host] = value
 
 
+def _read_device(plane, host: str, builder: TraceBuilder) -> None:
+    """What a device plane's own stats say it can do (clock, cores, memory bandwidth, compute
+    capability; a TPU's peaks), for analysis/cost/peaks.py."""
+    names = {k: v.name for k, v in plane.stat_metadata.items()}
+    stats = {}
+    for st in plane.stats:
+        key = names.get(st.metadata_id)
+        if key:
+            value = stat_value(st, names)
+            if isinstance(value, (int, float, str)):
+                stats[key] = value
+    if stats:
+        builder.costs.devices[(host, plane.name)] = stats
+
+
 class _PlaneNames:
     """A plane's event metadata as name codes: per metadata id, the code of its name, the code
     of the op it times on a device's op lines, and whether its events' stats may matter."""
 
-    def __init__(self, builder: TraceBuilder, plane):
+    def __init__(self, builder: TraceBuilder, plane, host: str = ""):
+        self.host = host
         self.stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
         self.on_device = plane.name.startswith("/device:")
         meta = plane.event_metadata
@@ -192,6 +212,9 @@ class _PlaneNames:
             for k, name in zip(self.keys.tolist(), names):
                 codes.append(builder.intern(name, plain=True))
                 op_codes.append(builder.intern(*device_label(self._meta[k], self.stat_names)))
+                cost = stated_cost(self._meta[k], self.stat_names)
+                if cost is not None:
+                    builder.costs.per_run[(self.host, op_codes[-1])] = (cost, "tpu")
             unknown = builder.intern("(unknown event)")
             self.codes, self.op_codes = np.array(codes + [unknown], np.int32), np.array(op_codes + [unknown], np.int32)
             return
@@ -238,10 +261,10 @@ def _add_line(builder, info, line, names: "_PlaneNames", codes, modules: dict | 
     slot = line.metadata_id if line.slotted else names.slots(line.metadata_id)
     name = codes[slot]
     if thunks or caller:  # XLA:CPU's thunks: each named by the module that ran it
-        name = module_names(builder, line, name, names.stat_names, modules or {}, caller=caller)
+        name = module_names(builder, line, name, names.stat_names, modules or {}, caller=caller, host=info.host)
     stats = None
     if info.role == "device_ops":
-        name, stats = device_names(builder, line, name, names.stat_names, modules)
+        name, stats = device_names(builder, line, name, names.stat_names, modules, info.host)
     elif not info.on_device:
         wanted = names.launch[slot] | (names.want[slot] if info.role in _MARKER_ROLES else False)
         rows = np.flatnonzero(wanted & line.has_stats & (names.misses[slot] < PROBE))

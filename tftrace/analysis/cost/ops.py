@@ -1,0 +1,82 @@
+"""What each op of a trace cost over the whole trace, from whatever the trace holds: XLA's HLO
+(analysis/cost/xla.py), a TPU op's own stats (each event one run), or input shapes read with
+a formula (PyTorch's ops); per op name code, then per op as the op table lists them."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from tftrace.analysis.cost.xla import xla_op_costs
+from tftrace.model.cost import OpCost
+from tftrace.model.events import Trace
+
+# What counted an op's cost, as the report says it.
+SOURCES = {"hlo": "XLA's optimized HLO (its GPU cost model, as XProf counts it)",
+           "hlo_cpu": "XLA's optimized HLO (its target-free cost model: 1 FLOP per element of an elementwise op)",
+           "tpu": "the TPU's per-op stats", "shapes": "the ops' recorded input shapes (mm, addmm, bmm, convolution, SDPA)"}
+
+
+class CodeCost(NamedTuple):
+    """One op name's cost over the trace."""
+
+    cost: OpCost
+    runs: int
+    source: str  # a key of SOURCES
+    unknown: bool = False  # part of it is a call whose cost nothing in the trace can say
+
+
+def code_costs(trace: Trace) -> dict[int, CodeCost]:
+    """Per op name code, what its events cost in all."""
+    costs = trace.costs
+    out = {code: CodeCost(cost, runs, "hlo", unknown) for code, (cost, runs, unknown) in xla_op_costs(trace).items()}
+    if costs.per_run:
+        counts = _events_per_host(trace)
+        for (host, code), (cost, source) in costs.per_run.items():
+            n = counts.get((host, code), 0)
+            if n:
+                out[code] = _add(out.get(code), CodeCost(OpCost().plus(cost, n), n, source))
+    for (_host, code), total in costs.totals.items():
+        out[code] = _add(out.get(code), CodeCost(OpCost(total.flops, total.bytes, 0.0), total.runs, total.source))
+    return out
+
+
+def _add(a: CodeCost | None, b: CodeCost) -> CodeCost:
+    if a is None:
+        return b
+    return CodeCost(a.cost.plus(b.cost), a.runs + b.runs, a.source, a.unknown or b.unknown)
+
+
+def _events_per_host(trace: Trace) -> dict[tuple[str, int], int]:
+    hosts = list(trace.hosts) or [""]
+    index = {h: i for i, h in enumerate(hosts)}
+    host_of = trace.per_line(np.array([index.get(ln.host, 0) for ln in trace.lines] + [0], np.int64))
+    key = host_of * (len(trace.names) + 1) + trace.events["name"]
+    counts = np.bincount(key, minlength=len(hosts) * (len(trace.names) + 1))
+    out = {}
+    for k in np.flatnonzero(counts).tolist():
+        out[(hosts[k // (len(trace.names) + 1)], k % (len(trace.names) + 1))] = int(counts[k])
+    return out
+
+
+class EntryCost(NamedTuple):
+    flops: float
+    bytes: float
+    runs: int
+    unknown: bool
+
+
+def entry_costs(trace: Trace, by_code: dict[int, CodeCost]) -> dict[tuple[str, bool], EntryCost]:
+    """(op name, on a device) -> its cost, as op table entries name ops (several codes of one
+    op, a kernel per GPU, add up)."""
+    out: dict[tuple[str, bool], EntryCost] = {}
+    for code, c in by_code.items():
+        op = trace.ops.get(code)
+        if op is None:
+            continue
+        key = (op.name, op.kind == "device")
+        before = out.get(key, EntryCost(0.0, 0.0, 0, False))
+        out[key] = EntryCost(before.flops + c.cost.flops, before.bytes + c.cost.bytes, before.runs + c.runs,
+                             before.unknown or c.unknown)
+    return out
