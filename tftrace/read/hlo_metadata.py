@@ -63,12 +63,11 @@ class Module:
     program_id: int
     sources: dict = field(default_factory=dict)  # instruction name -> op_name
     code: dict = field(default_factory=dict)  # instruction name -> the Python stack that made it (Frames.text)
-    cost: ModuleCost | None = None  # what each instruction costs (read/hlo_cost.py); None where it cannot say
+    proto: Field | None = None  # where its HloProto lies in the file: costed (module_cost_of) once it is seen to run
 
 
-def read_modules(wf: WireFile, plane: list[Field], gpu: bool = True) -> dict[int, Module]:
-    """The modules of a `/host:metadata` plane (its top-level fields), by program id; `gpu`:
-    costed with XLA's GPU cost model (else its target-free one, for XLA:CPU)."""
+def read_modules(wf: WireFile, plane: list[Field]) -> dict[int, Module]:
+    """The modules of a `/host:metadata` plane (its top-level fields), by program id."""
     stat_ids = _stat_ids(wf, plane)
     hlo_id = stat_ids.get("Hlo Proto")
     program_stat = stat_ids.get("program_id")
@@ -95,19 +94,21 @@ def read_modules(wf: WireFile, plane: list[Field], gpu: bool = True) -> dict[int
             m = _PROGRAM.search(name)
             program = int(m.group(1)) if m else -1 - len(out)
         module_name, sources, code = _module(wf, proto)
-        out[program] = Module(module_name or _PROGRAM.sub("", name), program, sources, code,
-                              _cost(wf, proto, program, gpu))
+        out[program] = Module(module_name or _PROGRAM.sub("", name), program, sources, code, proto)
     return out
 
 
-def _cost(wf: WireFile, proto: Field, program: int, gpu: bool) -> ModuleCost | None:
-    """The module's costs; None where its HLO holds what the cost model cannot read (the
-    module's names and scopes stand without them)."""
-    module = next((f for f in fields(wf, proto.start, proto.end) if f.number == _HLO_MODULE), None)
-    if module is None:
+def module_cost_of(wf: WireFile, module: Module, gpu: bool) -> ModuleCost | None:
+    """What each instruction of a module costs, with XLA's GPU cost model (`gpu`) or its
+    target-free one (XLA:CPU); None where its HLO holds what the cost model cannot read (the
+    module's names and scopes stand without it)."""
+    if module.proto is None:
+        return None
+    found = next((f for f in fields(wf, module.proto.start, module.proto.end) if f.number == _HLO_MODULE), None)
+    if found is None:
         return None
     try:
-        return module_cost(wf, module, program, gpu)
+        return module_cost(wf, found, module.program_id, gpu)
     except (WireError, IndexError, KeyError, ValueError, ZeroDivisionError, RecursionError):
         return None
 

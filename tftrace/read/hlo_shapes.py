@@ -258,7 +258,19 @@ def _window_dim(buf: bytes) -> tuple:
     return (v.get(1, 0), v.get(2, 1) or 1, v.get(3, 0), v.get(4, 0), v.get(5, 1) or 1, v.get(6, 1) or 1)
 
 
+_SHAPES: dict[bytes, Shape] = {}  # shapes repeat across instructions and modules: each parsed once
+
+
 def _shape(buf: bytes) -> Shape:
+    found = _SHAPES.get(buf)
+    if found is None:
+        if len(_SHAPES) > 1 << 16:
+            _SHAPES.clear()
+        found = _SHAPES[buf] = _parse_shape(buf)
+    return found
+
+
+def _parse_shape(buf: bytes) -> Shape:
     type_, dims, tuple_, layout = 0, [], None, False
     for number, wire, start, end in _fields(buf):
         if number == _SHAPE_TYPE:

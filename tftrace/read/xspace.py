@@ -18,7 +18,7 @@ from tftrace.read import storage, wire
 from tftrace.read.device import device_label, device_names, stated_cost
 from tftrace.read.cpu_thunks import module_names
 from tftrace.read.hlo import XLA_CPU_THREADS, cpu_thunk, is_hlo_name
-from tftrace.read.hlo_metadata import read_modules
+from tftrace.read.hlo_metadata import module_cost_of, read_modules
 from tftrace.read.memory_events import ALLOCATION, DEALLOCATION, memory_rows
 from tftrace.read.stats import stat_int, stat_value
 from tftrace.read.step_stats import PROBE, step_stats
@@ -87,20 +87,30 @@ def _read_space(wf: WireFile, path: str, builder: TraceBuilder, progress, host: 
     clock: dict = {}  # the file's time base (lines.decode_line), decided at its first line
     planes = [(parts, _plane_name(wf, parts)) for parts in (list(fields(wf, fd.start, fd.end)) for fd in planes)]
     # XLA modules' HLO (what names XLA:CPU's ops), read before the lines whose events it names.
-    gpu = any(name.startswith("/device:GPU") for _parts, name in planes)
-    modules = {k: m for parts, name in planes if name == _METADATA for k, m in _modules(wf, parts, gpu).items()}
-    builder.costs.modules.update({(host, k): m.cost for k, m in modules.items() if m.cost is not None})
+    modules = {k: m for parts, name in planes if name == _METADATA for k, m in _modules(wf, parts).items()}
     for parts, name in planes:
         _read_plane(wf, parts, name, host, builder, lambda done: progress(path, done, wf.size), clock, modules)
+    gpu = any(name.startswith("/device:GPU") for _parts, name in planes)
+    _cost_modules(wf, builder, host, modules, gpu)
     if clock.get("base_ns"):  # absolute times, counted from the first line's: that is where the clock starts
         builder.profile_start_ns[host] = clock["base_ns"]
     progress(path, wf.size, wf.size)
 
 
-def _modules(wf: WireFile, parts: list[Field], gpu: bool) -> dict:
+def _cost_modules(wf: WireFile, builder: TraceBuilder, host: str, modules: dict, gpu: bool) -> None:
+    """What the instructions of each module the trace shows running cost (read/hlo_cost.py): the
+    others are never read past their names."""
+    for program in sorted({p for (h, _code, p) in builder.costs.kernels if h == host}):
+        module = modules.get(program)
+        cost = module_cost_of(wf, module, gpu) if module is not None else None
+        if cost is not None:
+            builder.costs.modules[(host, program)] = cost
+
+
+def _modules(wf: WireFile, parts: list[Field]) -> dict:
     """The plane's XLA modules; none where its HLO does not parse (names are then the thunks' own)."""
     try:
-        return read_modules(wf, parts, gpu)
+        return read_modules(wf, parts)
     except (WireError, UnicodeDecodeError):
         return {}
 

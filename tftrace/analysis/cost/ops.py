@@ -25,6 +25,8 @@ class CodeCost(NamedTuple):
     runs: int
     source: str  # a key of SOURCES
     unknown: bool = False  # part of it is a call whose cost nothing in the trace can say
+    time_ps: int = 0  # the time its work took, where not its own (self) time: an op counted from its
+    # shapes holds the ops it calls (`aten::convolution` around `aten::mkldnn_convolution`)
 
 
 def code_costs(trace: Trace) -> dict[int, CodeCost]:
@@ -37,15 +39,25 @@ def code_costs(trace: Trace) -> dict[int, CodeCost]:
             n = counts.get((host, code), 0)
             if n:
                 out[code] = _add(out.get(code), CodeCost(OpCost().plus(cost, n), n, source))
+    inclusive = _durations(trace, {code for _h, code in costs.totals}) if costs.totals else {}
     for (_host, code), total in costs.totals.items():
-        out[code] = _add(out.get(code), CodeCost(OpCost(total.flops, total.bytes, 0.0), total.runs, total.source))
+        out[code] = _add(out.get(code), CodeCost(OpCost(total.flops, total.bytes, 0.0), total.runs, total.source,
+                                                 False, inclusive.get(code, 0)))
     return out
+
+
+def _durations(trace: Trace, codes: set) -> dict[int, int]:
+    """Per code: its events' whole durations on the host, children included."""
+    ev = trace.events
+    rows = trace.named(codes) & trace.on_lines(lambda ln: not ln.on_device)
+    total = np.bincount(ev["name"][rows], ev["dur_ps"][rows].astype(np.float64), minlength=len(trace.names) + 1)
+    return {c: int(total[c]) for c in codes}
 
 
 def _add(a: CodeCost | None, b: CodeCost) -> CodeCost:
     if a is None:
         return b
-    return CodeCost(a.cost.plus(b.cost), a.runs + b.runs, a.source, a.unknown or b.unknown)
+    return CodeCost(a.cost.plus(b.cost), a.runs + b.runs, a.source, a.unknown or b.unknown, a.time_ps + b.time_ps)
 
 
 def _events_per_host(trace: Trace) -> dict[tuple[str, int], int]:
@@ -65,6 +77,7 @@ class EntryCost(NamedTuple):
     bytes: float
     runs: int
     unknown: bool
+    time_ps: int = 0  # where not the op's self time (CodeCost.time_ps)
 
 
 def entry_costs(trace: Trace, by_code: dict[int, CodeCost]) -> dict[tuple[str, bool], EntryCost]:
@@ -78,5 +91,5 @@ def entry_costs(trace: Trace, by_code: dict[int, CodeCost]) -> dict[tuple[str, b
         key = (op.name, op.kind == "device")
         before = out.get(key, EntryCost(0.0, 0.0, 0, False))
         out[key] = EntryCost(before.flops + c.cost.flops, before.bytes + c.cost.bytes, before.runs + c.runs,
-                             before.unknown or c.unknown)
+                             before.unknown or c.unknown, before.time_ps + c.time_ps)
     return out

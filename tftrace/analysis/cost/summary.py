@@ -37,7 +37,7 @@ def merge_costs(parts) -> dict:
         for key, c in part.items():
             b = out.get(key)
             out[key] = c if b is None else EntryCost(b.flops + c.flops, b.bytes + c.bytes, b.runs + c.runs,
-                                                     b.unknown or c.unknown)
+                                                     b.unknown or c.unknown, b.time_ps + c.time_ps)
     return out
 
 
@@ -157,12 +157,16 @@ def _source_of(trace: Trace) -> str:
 
 def _op_rows(entries, costs, ops_by_name, peak, top) -> list[RooflineRow]:
     rows = []
-    for e in sorted(entries, key=lambda e: (-e.self_ps, e.name)):
+    def _time(e):
         c = costs.get((e.name, e.device != "host"))
-        if c is None or c.unknown or not (c.flops or c.bytes) or e.self_ps <= 0:
+        return (c.time_ps if c is not None and c.time_ps else e.self_ps)
+    for e in sorted(entries, key=lambda e: (-_time(e), e.name)):
+        c = costs.get((e.name, e.device != "host"))
+        time = (c.time_ps or e.self_ps) if c is not None else 0
+        if c is None or c.unknown or not (c.flops or c.bytes) or time <= 0:
             continue
         op = ops_by_name.get((e.name, e.device != "host"))
-        rows.append(roofline_row("op", e.name, e.phase, e.self_ps, c.runs or e.count, c.flops, c.bytes,
+        rows.append(roofline_row("op", e.name, e.phase, time, c.runs or e.count, c.flops, c.bytes,
                                  op.precision if op is not None else "", peak))
         if top and len(rows) >= top:
             break
@@ -201,9 +205,10 @@ def _add(groups: dict, key: tuple, e, c: EntryCost, precision: str) -> None:
     """Add an op's time, runs and cost to a group; its precisions by the time of their ops
     that do arithmetic (the group's precision is the one with the most)."""
     time, runs, flops, nbytes, by = groups.get(key, (0, 0, 0.0, 0.0, {}))
+    own = c.time_ps or e.self_ps
     if precision and c.flops:
-        by = {**by, precision: by.get(precision, 0) + e.self_ps}
-    groups[key] = (time + e.self_ps, runs + (c.runs or e.count), flops + c.flops, nbytes + c.bytes, by)
+        by = {**by, precision: by.get(precision, 0) + own}
+    groups[key] = (time + own, runs + (c.runs or e.count), flops + c.flops, nbytes + c.bytes, by)
 
 
 def _captured_rows(entries, captured: CapturedCost | None, steps: int, peak, top) -> list[RooflineRow]:
