@@ -133,14 +133,14 @@ def _convolution_backward(dims: list, types: list, concrete: list) -> tuple[floa
 
 
 def _attention(name: str, dims: list, types: list) -> tuple[float, float]:
-    """Scaled dot-product attention: Q.K^T and the scores times V (x2 FLOPs each), and in the
-    backward pass the four products that give dQ, dK, dV and the scores' gradient."""
+    """Scaled dot-product attention: Q.K^T and the scores times V (x2 FLOPs each); the backward
+    pass recomputes the scores and makes dV, the scores' gradient, dQ and dK: five products."""
     first = 1 if name in _SDPA_BACKWARD else 0
     q, k, v = dims[first], dims[first + 1], dims[first + 2]
     b, h, lq, d_qk = q[0], q[1], q[2], q[3]
     lk, d_v = k[2], v[3]
-    forward = _FMA * b * h * lq * lk * (d_qk + d_v)
-    flops = 2 * forward if name in _SDPA_BACKWARD else forward
+    products = (3 * d_qk + 2 * d_v) if name in _SDPA_BACKWARD else (d_qk + d_v)
+    flops = _FMA * b * h * lq * lk * products
     dtype = types[first] if len(types) > first else "float"
     out = [b, h, lq, d_v]
     moved = sum(_size(s, dtype) for s in (q, k, v, out))
