@@ -44,6 +44,7 @@ class Roofline:
     ridge: float | None = None  # FLOPs per byte where the compute and memory roofs meet
     source: str = ""  # where the peaks come from
     flops_per_s: float | None = None  # achieved over the steps: FLOPs per step over the mean step
+    precision_mfu: float | None = None  # the MFU against the peak at the run's precision
     rule: str = ""  # how `bound` is decided, in a sentence
     note: str = ""  # what the figures leave out, where they do
     rows: tuple[RooflineRow, ...] = ()

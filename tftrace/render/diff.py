@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tftrace.render.fmt import PART_LABELS, ms, pct
+from tftrace.render.fmt import PART_LABELS, ms, pct, si
 from tftrace.render.diff_memory import memory_cells, memory_table
 from tftrace.render.wrap import labelled, say
 
@@ -32,6 +32,18 @@ def _signed_ms(ps: int) -> str:
 
 def _row_cells(r) -> tuple[str, ...]:
     return (r.name, r.type, ms(r.baseline_ps), ms(r.candidate_ps), _signed_ms(r.delta_ps), r.status)
+
+
+RATE_COLUMNS = ("what", "phase", "baseline FLOP/s", "candidate FLOP/s", "ratio", "baseline share", "candidate share")
+
+
+def rate_cells(r) -> tuple[str, ...]:
+    """A FLOP-rate row's cells; the step's shares are MFU, the others' of their roofline."""
+    name = "step (MFU)" if r.scope == "step" else f"{r.scope} {r.name}"
+    rate = lambda v: "-" if v is None else si(v, "FLOP/s")  # noqa: E731
+    share = lambda v: "-" if v is None else pct(v)  # noqa: E731
+    return (name, r.phase, rate(r.baseline_flops_per_s), rate(r.candidate_flops_per_s),
+            "-" if r.ratio is None else f"{r.ratio:.2f}x", share(r.baseline_share), share(r.candidate_share))
 
 
 def _experiment_cells(e) -> tuple[str, str, str]:
@@ -80,6 +92,15 @@ def _text(diff, color: bool, width: int) -> str:
             exp.add_row(*_experiment_cells(e))
         con.print()
         con.print(exp)
+    if diff.rates:
+        rates = Table(title="FLOP rates (achieved; shares: MFU for the step, of the roofline for the rest)",
+                      title_justify="left", show_edge=False)
+        for col in RATE_COLUMNS:
+            rates.add_column(col, justify="left" if col in ("what", "phase") else "right")
+        for r in diff.rates:
+            rates.add_row(*(escape(c) for c in rate_cells(r)))
+        con.print()
+        con.print(rates)
     if diff.memory:
         con.print()
         con.print(memory_table(diff.memory))
@@ -144,6 +165,9 @@ def _markdown(diff) -> str:
     if diff.experiment:
         out += ["## Experiment (timed apart, ms)", ""]
         out += _table(["figure", "baseline", "candidate"], [_experiment_cells(e) for e in diff.experiment])
+    if diff.rates:
+        out += ["## FLOP rates (achieved; shares: MFU for the step, of the roofline for the rest)", ""]
+        out += _table(list(RATE_COLUMNS), [rate_cells(r) for r in diff.rates])
     if diff.memory:
         out += ["## Memory (peak bytes in use per allocator)", ""]
         out += _table(*memory_cells(diff.memory))

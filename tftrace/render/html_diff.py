@@ -36,7 +36,7 @@ def render_diff_fragment(diff) -> str:
 
 def _body(diff) -> str:
     sections = [_headline(diff), _gate(diff), _sides(diff), _distribution(diff), _breakdown(diff), _experiment(diff),
-                _hosts(diff),
+                _hosts(diff), _rates(diff),
                 memory_delta_html(diff.memory),
                 _deltas("Owners", "owners-delta", diff.owners), _deltas("Categories", "categories-delta", diff.categories),
                 _deltas("Layers", "layers-delta", diff.layers), _ops(diff), _notes(diff)]
@@ -73,6 +73,18 @@ def _experiment(diff) -> str:
     return ('<div class="card"><h3>Experiment (timed apart, ms)</h3><div class="table-box"><table data-table="experiment">'
             f"<thead><tr><th>figure</th><th>baseline</th><th>candidate</th></tr></thead><tbody>{rows}</tbody></table>"
             "</div></div>")
+
+
+def _rates(diff) -> str:
+    """Achieved FLOP/s on each side: the step's (with MFU), then ops', owners' and layers'."""
+    if not diff.rates:
+        return ""
+    from tftrace.render.diff import RATE_COLUMNS, rate_cells
+    head = "".join(f"<th>{esc(c)}</th>" for c in RATE_COLUMNS)
+    rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in rate_cells(r)) + "</tr>" for r in diff.rates)
+    return ('<div class="card"><h3>FLOP rates (achieved; shares: MFU for the step, of the roofline for the rest)</h3>'
+            f'<div class="table-box"><table data-table="rates"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
+            "</table></div></div>")
 
 
 def _gate(diff) -> str:

@@ -13,9 +13,9 @@ from tftrace.model.cost import OpCost
 from tftrace.model.events import Trace
 
 # What counted an op's cost, as the report says it.
-SOURCES = {"hlo": "XLA's optimized HLO (its GPU cost model, as XProf counts it)",
-           "hlo_cpu": "XLA's optimized HLO (its target-free cost model: 1 FLOP per element of an elementwise op)",
-           "tpu": "the TPU's per-op stats", "shapes": "the ops' recorded input shapes (mm, addmm, bmm, convolution, SDPA)"}
+SOURCES = {"hlo": "XLA's optimized HLO, by its GPU cost model as XProf counts",
+           "hlo_cpu": "XLA's optimized HLO, by its target-free cost model",
+           "tpu": "the TPU's per-op stats", "shapes": "the ops' recorded input shapes"}
 
 
 class CodeCost(NamedTuple):

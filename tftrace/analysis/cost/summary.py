@@ -86,11 +86,12 @@ def run_cost(trace: Trace, table, costs: dict, steps: int, mean_step_ps: int, to
         peak.flops_per_s and count else None
     rows = _op_rows(main, costs, ops_by_name, peak, top) + _group_rows(trace, main, costs, ops_by_name, peak, top) \
         + _captured_rows(main, captured, steps, peak, top)
+    matched = peak.at(precision) if peak and precision else None
+    matched_mfu = round(achieved / (matched * count), 6) if achieved is not None and matched and count else None
     roofline = Roofline(kind if (rows or per_step is not None) else "", counted,
                         peak.flops_per_s if peak else None, peak.bytes_per_s if peak else None, precision,
-                        peak.at(precision) if peak and precision else None, count,
-                        _ridge(peak), peak.source if peak else _no_peak(trace, device_side), achieved, RULE, note,
-                        tuple(rows))
+                        matched, count, _ridge(peak), peak.source if peak else _no_peak(trace, device_side),
+                        achieved, matched_mfu, RULE, note, tuple(rows))
     layers = _layer_flops(main, costs, captured, steps)
     return RunCost(costs, layers, devices, per_step, None if mfu is None else round(mfu, 6), roofline)
 
@@ -141,7 +142,7 @@ def _per_step(trace: Trace, costs: dict, captured: CapturedCost | None, steps: i
         total = captured.step_flops
         if total is None:
             total = sum(f + b for f, b in captured.layers.values()) + sum(captured.other.values())
-        return total, f"the capture ({captured.source})", \
+        return total, f"the capture: {captured.source}", \
             "the trace holds no shapes: FLOPs per layer and phase come from what the capture counted"
     return None, "", ""
 
