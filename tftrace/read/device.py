@@ -6,11 +6,12 @@ import re
 
 import numpy as np
 
-from tftrace.model.cost import OpCost
+from tftrace.model.cost import OpCost, OpTotal
 from tftrace.model.names import Op, parse_tf_op, strip_annotation
 from tftrace.read.hlo import hlo_op, precision, short_kernel
 from tftrace.read.stat_table import int_values, last_of_each, stat_table, text_values
 from tftrace.read.stats import parsed_stats, stat_int, stat_value
+from tftrace.read.tf_shape_cost import matmul_cost, shapes
 
 _HLO_SUFFIX = re.compile(r"\.\d+\Z")
 _COPIES = ("kernel:Memcpy", "kernel:Memset")
@@ -96,6 +97,7 @@ def device_names(builder, line, name, stat_names, modules: dict | None = None,
     rows = np.flatnonzero(line.has_stats)
     labelled: dict[tuple, tuple[str, Op] | None] = {}  # kernels repeat: each distinct one is named once
     counts: dict[tuple, int] = {}
+    priced: dict[tuple, tuple | None] = {}  # (code, annotation) -> a TF matmul's cost from its shapes
     for i, st in zip(rows.tolist(), _kernel_stats(line, rows, stat_names)):
         # A copy stays a copy (as XProf classifies it), whichever op's annotation it carries.
         if int(name[i]) not in copies:
@@ -105,6 +107,8 @@ def device_names(builder, line, name, stat_names, modules: dict | None = None,
             if labelled[key] is not None:
                 out[i] = builder.intern(*labelled[key])
                 builder.refine(int(out[i]), labelled[key][1])
+                if "annotation" in st and "#shape=" in st["annotation"] and _is_work(builder.name_of(int(name[i]))):
+                    _price(builder, host, int(out[i]), labelled[key][1].type, st["annotation"], priced)
                 if "hlo_op" in st:
                     hlo = "" if st["hlo_op"].startswith("command_buffer") else st["hlo_op"]
                     program = stat_int(st.get("program_id"))
@@ -117,6 +121,30 @@ def device_names(builder, line, name, stat_names, modules: dict | None = None,
     if counts:
         builder.count_kernels(host, counts)
     return out, links
+
+
+_HELPERS = ("splitkreduce", "memset", "memcpy", "redzone", "convert", "transpose")
+
+
+def _is_work(kernel: str) -> bool:
+    """A kernel that is the op's work, not a helper it also launches (split-K's reduction...): a
+    TF matmul is costed once per such kernel."""
+    return not any(h in kernel.lower() for h in _HELPERS)
+
+
+def _price(builder, host: str, code: int, op_type: str, annotation: str, priced: dict) -> None:
+    """Add one run of a TF matmul, costed from the shapes in its kernel's annotation."""
+    key = (code, annotation)
+    if key not in priced:
+        found = shapes(annotation)
+        priced[key] = matmul_cost(op_type, found) if found else None
+    cost = priced[key]
+    if cost is None:
+        return
+    totals = builder.costs.totals
+    before = totals.get((host, code))
+    flops, moved, runs = (before.flops, before.bytes, before.runs) if before else (0.0, 0.0, 0)
+    totals[(host, code)] = OpTotal(flops + cost[0], moved + cost[1], runs + 1, "shapes")
 
 
 def _kernel_stats(line, rows: np.ndarray, stat_names) -> list[dict]:
