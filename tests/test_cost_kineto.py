@@ -125,3 +125,6 @@ def test_a_2021_resnet_trace_costs_its_convolutions_and_reports_mfu():
     conv = next(o for o in run.ops if o.name == "aten::convolution")
     assert conv.flops > 1e11  # ResNet-50 at batch 32: ~130 GFLOP forward
     assert run.flops_per_step and 0 < run.mfu < 1
+    # On a GPU run an op's roofline time is its kernels' (launched inside it, linked by correlation).
+    row = next(r for r in run.roofline.rows if r.scope == "op" and r.name == "aten::convolution")
+    assert 0 < row.time_ps < conv.self_ps * 100 and row.precision == "fp32" and row.bound == "compute"

@@ -39,11 +39,44 @@ def code_costs(trace: Trace) -> dict[int, CodeCost]:
             n = counts.get((host, code), 0)
             if n:
                 out[code] = _add(out.get(code), CodeCost(OpCost().plus(cost, n), n, source))
-    inclusive = _durations(trace, {code for _h, code in costs.totals}) if costs.totals else {}
+    codes = {code for _h, code in costs.totals}
+    inclusive = (_device_time(trace, codes) or _durations(trace, codes)) if costs.totals else {}
     for (_host, code), total in costs.totals.items():
         out[code] = _add(out.get(code), CodeCost(OpCost(total.flops, total.bytes, 0.0), total.runs, total.source,
                                                  False, inclusive.get(code, 0)))
     return out
+
+
+def _device_time(trace: Trace, codes: set) -> dict[int, int]:
+    """Per code of a host op: the device time of the kernels launched inside its events (a
+    launch on the op's thread, within its span, linked to its kernel by correlation id); {}
+    where the trace has no device work linked to launches."""
+    ev, st = trace.events, trace.stats
+    corr = st["correlation"]
+    linked = corr >= 0
+    rows, corr = st["event"][linked], corr[linked]
+    if not len(rows):
+        return {}
+    on_device = trace.on_lines(lambda ln: ln.on_device)[rows]
+    dev_time = dict(zip(corr[on_device].tolist(), ev["dur_ps"][rows[on_device]].tolist()))
+    if not dev_time:
+        return {}
+    launch_rows, launch_corr = rows[~on_device], corr[~on_device]
+    launch_line, launch_start = ev["line"][launch_rows].astype(np.int64), ev["start_ps"][launch_rows]
+    order = np.lexsort((launch_start, launch_line))
+    launch_line, launch_start, launch_corr = launch_line[order], launch_start[order], launch_corr[order]
+    kernel_ps = np.array([dev_time.get(c, 0) for c in launch_corr.tolist()], np.float64)
+    cum = np.concatenate(([0.0], np.cumsum(kernel_ps)))
+    key = (launch_line << 42) + launch_start  # one sorted axis: line, then start
+    out: dict[int, int] = {}
+    mine = np.flatnonzero(trace.named(codes) & ~trace.on_lines(lambda ln: ln.on_device))
+    line = ev["line"][mine].astype(np.int64)
+    lo = np.searchsorted(key, (line << 42) + ev["start_ps"][mine], side="left")
+    hi = np.searchsorted(key, (line << 42) + ev["start_ps"][mine] + ev["dur_ps"][mine], side="right")
+    total = cum[hi] - cum[lo]
+    for code, t in zip(ev["name"][mine].tolist(), total.tolist()):
+        out[code] = out.get(code, 0) + int(t)
+    return out if any(out.values()) else {}
 
 
 def _durations(trace: Trace, codes: set) -> dict[int, int]:

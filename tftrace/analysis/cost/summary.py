@@ -84,7 +84,11 @@ def run_cost(trace: Trace, table, costs: dict, steps: int, mean_step_ps: int, to
     achieved = per_step / step_s if per_step is not None and step_s > 0 else None
     mfu = achieved / (peak.flops_per_s * count) if achieved is not None and peak is not None and \
         peak.flops_per_s and count else None
-    rows = _op_rows(main, costs, ops_by_name, peak, top) + _group_rows(trace, main, costs, ops_by_name, peak, top) \
+    # Host ops costed from their shapes on a device run (PyTorch's): their time is their kernels'.
+    launched = [e for e in table if device_side and e.device == "host" and costs.get((e.name, False)) is not None
+                and costs[(e.name, False)].time_ps]
+    rows = _op_rows(main + launched, costs, ops_by_name, peak, top, precision) \
+        + _group_rows(trace, main + launched, costs, ops_by_name, peak, top, precision) \
         + _captured_rows(main, captured, steps, peak, top)
     matched = peak.at(precision) if peak and precision else None
     matched_mfu = round(achieved / (matched * count), 6) if achieved is not None and matched and count else None
@@ -156,7 +160,7 @@ def _source_of(trace: Trace) -> str:
     return ""
 
 
-def _op_rows(entries, costs, ops_by_name, peak, top) -> list[RooflineRow]:
+def _op_rows(entries, costs, ops_by_name, peak, top, default: str = "") -> list[RooflineRow]:
     rows = []
     def _time(e):
         c = costs.get((e.name, e.device != "host"))
@@ -168,13 +172,13 @@ def _op_rows(entries, costs, ops_by_name, peak, top) -> list[RooflineRow]:
             continue
         op = ops_by_name.get((e.name, e.device != "host"))
         rows.append(roofline_row("op", e.name, e.phase, time, c.runs or e.count, c.flops, c.bytes,
-                                 op.precision if op is not None else "", peak))
+                                 (op.precision if op is not None else "") or default, peak))
         if top and len(rows) >= top:
             break
     return rows
 
 
-def _group_rows(trace, entries, costs, ops_by_name, peak, top) -> list[RooflineRow]:
+def _group_rows(trace, entries, costs, ops_by_name, peak, top, default: str = "") -> list[RooflineRow]:
     """Per owner (with its phase) and per layer: their ops' costs and time added up."""
     scopes = trace_scopes(trace)
     program = program_of(trace.sidecar)
@@ -185,7 +189,8 @@ def _group_rows(trace, entries, costs, ops_by_name, peak, top) -> list[RooflineR
         if c is None or c.unknown:
             continue
         op = ops_by_name.get((e.name, e.device != "host"))
-        precision = op.precision if op is not None else ""
+        precision = (op.precision if op is not None else "") or (default if op is not None and op.kind == "torch"
+                                                                 else "")
         if op is not None:
             key = op_owner(op, classify(op, scopes), program, unscoped)
             row = OwnerRow(key.kind, key.name, key.phase)
