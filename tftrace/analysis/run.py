@@ -26,7 +26,8 @@ from tftrace.analysis.steps.found import STEP_FUNCTIONS, Steps, find_steps
 from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
 from tftrace.analysis.steps.ran_ahead import ran_ahead_note
 from tftrace.analysis.capture_cost import capture_note
-from tftrace.analysis.cost.summary import RunCost, host_costs, merge_costs, run_cost
+from tftrace.analysis.cost.rows import with_costs, with_layer_flops, with_peaks
+from tftrace.analysis.cost.summary import host_costs, merge_costs, run_cost
 from tftrace.analysis.steps.cpu_pace import paced_by_module_runs
 from tftrace.analysis.profiler_cost import SAMPLER, ProfilerCost, less_profiler, profiler_cost, profiler_notes
 from tftrace.analysis.untraced_pace import UntracedPace, untraced_note, untraced_pace
@@ -141,14 +142,14 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
         mode=mode, mode_source=mode_source, framework="pytorch" if ctx.torch else "", eager=eager,
         steps=summary, breakdown=breakdown,
         verdict=measured_verdict(judged.verdict, experiment), bottlenecks=found,
-        ops=_with_costs(stats.ops, cost), layers=_layer_costs(stats.layers, cost), categories=stats.categories,
+        ops=with_costs(stats.ops, cost), layers=with_layer_flops(stats.layers, cost), categories=stats.categories,
         input_pipeline=pipeline,
         notes=_notes(len(hosts), timed.problems, steps, eager) + _profiler_notes(timed, tl, own, classes[1], steps.numbers, judged.verdict.bound)
         + untraced_note(pace) + capture_note(timed.sidecar, timed.python_samples, steps.count, _named(own, SAMPLER))
         + (ran_ahead_note(tl) if ctx.jax else ()),
         host_op_ps=stats.host_self_ps,
         device_op_ps=stats.device_self_ps, per_host=host_rows(views),
-        per_device=tuple(sorted((_device_peaks(r, cost) for p in parts for r in p.device_rows),
+        per_device=tuple(sorted((with_peaks(r, cost) for p in parts for r in p.device_rows),
                                 key=lambda r: (r.host, r.device))),
         python=dataclasses.replace(python, rows=python.rows[:top] if top else python.rows),
         step_view=step_view(timed, tl.start, tl.dur, tl.idle, steps.numbers, classes[0]),
@@ -156,33 +157,6 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
         memory=Memory(memory_rows, memory_findings(ctx)), owners=ctx.owners.rows[:top] if top else ctx.owners.rows,
         flops_per_step=cost.flops_per_step, mfu=cost.mfu, roofline=cost.roofline,
     )
-
-
-def _with_costs(rows, cost: RunCost) -> tuple:
-    """Op rows with their FLOPs and bytes over the trace, where known."""
-    out = []
-    for r in rows:
-        c = cost.ops.get((r.name, r.device != "host"))
-        if c is not None and not c.unknown:
-            r = dataclasses.replace(r, flops=c.flops, bytes_accessed=c.bytes)
-        out.append(r)
-    return tuple(out)
-
-
-def _layer_costs(rows, cost: RunCost) -> tuple:
-    return tuple(dataclasses.replace(r, flops_per_step=cost.layers[r.layer]) if r.layer in cost.layers else r
-                 for r in rows)
-
-
-def _device_peaks(row: DeviceRow, cost: RunCost) -> DeviceRow:
-    found = cost.devices.get((row.host, row.device))
-    if found is None:
-        return row
-    peak = found.peak
-    return dataclasses.replace(row, peak_flops_per_s=peak.flops_per_s, peak_bytes_per_s=peak.bytes_per_s,
-                               precision=found.precision,
-                               precision_peak_flops_per_s=peak.at(found.precision) if found.precision else None,
-                               peak_source=peak.source)
 
 
 def _sum_stages(stage_totals) -> dict[str, int]:

@@ -13,7 +13,8 @@ import json
 import math
 
 from tftrace.model.cost import ModuleCost, OpCost
-from tftrace.read.hlo_op_cost import ELEMENTWISE, PRICED, TRANSCENDENTAL, flops_per_element
+from tftrace.read.hlo_fusion_cost import fusion
+from tftrace.read.hlo_op_cost import PRICED, TRANSCENDENTAL, flops_per_element
 from tftrace.read.hlo_shapes import Computation, Instruction, Shape, read_computations
 from tftrace.read.wire import Field, WireFile
 
@@ -22,7 +23,6 @@ _GEMMS = ("__cublas$gemm", "__cublas$lt$matmul", "__cublas$lt$matmul$f8")
 _CONVS = "__cudnn$conv"
 # Instructions that pass pointers along and touch no memory.
 _NO_BYTES = {"parameter", "constant", "get-tuple-element", "bitcast", "domain", "after-all", "add-dependency"}
-_SPREAD = {"tuple", "get-tuple-element"}  # pass their users' utilization through, like elementwise ops
 
 
 class _Props:
@@ -141,6 +141,11 @@ class _Analysis:
                 total.bytes += p.bytes
             self._subs[cid] = (total, each)
         return self._subs[cid]
+
+    def handle(self, ins: Instruction, p: _Props) -> None:
+        """Cost `ins` into `p` by its opcode's handler (a custom fusion is costed as its gather
+        or scatter)."""
+        _HANDLERS[ins.opcode](self, ins, p)
 
     def sub_flops(self, ins: Instruction, k: int = 0) -> float:
         return self.sub(ins.calls[k])[0].flops if len(ins.calls) > k else 0.0
@@ -419,142 +424,11 @@ def _all_reduce(a: _Analysis, ins: Instruction, p: _Props) -> None:
                                     ins.shape.tuple[0].type) * ins.shape.elements_recursive
 
 
-def _fusion(a: _Analysis, ins: Instruction, p: _Props) -> None:
-    if not ins.calls or ins.calls[0] not in a.comps:
-        return
-    comp = a.comps[ins.calls[0]]
-    if ins.kind == "kCustom":  # a gather or scatter fusion is costed as that op
-        for inner in comp.instructions:
-            if inner.opcode in ("gather", "scatter"):
-                _HANDLERS[inner.opcode](a, inner, p)
-                return
-    total, each = a.sub(comp.id)
-    root = a.by_id.get(comp.root)
-    p.bytes = 0.0
-    p.out = {}
-    for index, shape in ins.shape.subshapes():
-        if not shape.is_array():
-            continue
-        dus = root if not index else (a.by_id.get(root.operands[index[0]]) if root is not None and
-                                      root.opcode == "tuple" and len(index) == 1 else None)
-        if dus is not None and dus.opcode == "dynamic-update-slice" and (not index or len(index) == 1):
-            size = float(a._shape(dus.operands[1]).size())
-        else:
-            size = float(shape.size())
-        p.bytes += size
-        p.out[index] = size
-    util = _utilizations(a, comp, each) if a.gpu else dict.fromkeys(each, 1.0)
-    p.flops = sum(util[i.id] * each[i.id].flops for i in comp.instructions)
-    for inner in comp.instructions:
-        if inner.opcode == "constant" and inner.shape.elements_recursive > 1:
-            p.bytes += inner.shape.size() * min(util[inner.id], 1.0)
-    params = {i.parameter: i for i in comp.instructions if i.opcode == "parameter"}
-    users = _users(comp)
-    for k in range(len(ins.operands)):
-        param = params.get(k)
-        if param is None:
-            continue
-        size = 0.0
-        if not a.gpu:
-            size = float(_read_by_users(param, users))
-        elif param.shape.tuple is None:
-            size = param.shape.size() * min(util[param.id], 1.0)
-        else:
-            for index, _leaf in param.shape.leaves():
-                node = param
-                for step in index:
-                    node = next((u for u in users.get(node.id, ()) if u.opcode == "get-tuple-element"
-                                 and u.tuple_index == step), node)
-                part = node.shape.size() * min(util.get(node.id, 0.0), 1.0)
-                p.opnd[(k, index)] = part
-                size += part
-        p.bytes += size
-        p.opnd[(k, ())] = size
-        p.util[k] = util[param.id]
-
-
-def _read_by_users(ins: Instruction, users: dict) -> int:
-    """A fused parameter's bytes read, as XLA's target-free model counts them: a slice reads
-    its output, a broadcast or reshape the whole operand again; other users share one read."""
-    size, shared = 0, False
-    for user in users.get(ins.id, ()):
-        if user.opcode == "slice":
-            size += user.shape.size()
-        elif user.opcode == "dynamic-slice":
-            if user.operands and user.operands[0] == ins.id:
-                size += user.shape.size()
-            elif not shared:
-                shared, size = True, size + ins.shape.size()
-        elif user.opcode == "dynamic-update-slice":
-            if not (user.operands and user.operands[0] == ins.id) and not shared:
-                shared, size = True, size + ins.shape.size()
-        elif user.opcode in ("broadcast", "reshape"):
-            size += ins.shape.size()
-        elif not shared:
-            shared, size = True, size + ins.shape.size()
-    return size
-
-
-def _users(comp: Computation) -> dict[int, list[Instruction]]:
-    out: dict[int, list[Instruction]] = {}
-    for i in comp.instructions:
-        for o in i.operands:
-            out.setdefault(o, []).append(i)
-    return out
-
-
-def _utilizations(a: _Analysis, comp: Computation, each: dict[int, _Props]) -> dict[int, float]:
-    """How many times a fusion computes each of its instructions per output element (XLA's GPU
-    model: an elementwise op is recomputed for every non-elementwise user that reads it; other
-    users read what their own operands' utilization says), from the root to the parameters."""
-    util = {i.id: 0.0 for i in comp.instructions}
-    roots: dict[int, set] = {i.id: set() for i in comp.instructions}
-    root_util = dict.fromkeys(util, 0.0)
-    root_util[comp.root] = 1.0
-    roots.setdefault(comp.root, set()).add(comp.root)
-    for ins in _users_first(comp):
-        u = sum(root_util.get(r, 0.0) for r in roots[ins.id])
-        util[ins.id] = u
-        spreads = ins.opcode in ELEMENTWISE or ins.opcode in _SPREAD
-        for k, o in enumerate(ins.operands):
-            if o not in roots:
-                continue
-            if spreads:
-                roots[o] |= roots[ins.id]
-            else:
-                roots[o].add(o)
-                share = u * each[ins.id].util.get(k, 1.0)
-                n = a.by_id[o].shape.elements_recursive
-                root_util[o] += math.ceil(share * n) / n if n else 0.0
-    return util
-
-
-def _users_first(comp: Computation) -> list[Instruction]:
-    """The computation's instructions, each after every instruction that uses it."""
-    pending = {i.id: 0 for i in comp.instructions}
-    for i in comp.instructions:
-        for o in set(i.operands):
-            if o in pending:
-                pending[o] += 1
-    by_id = {i.id: i for i in comp.instructions}
-    ready = [i for i in comp.instructions if pending[i.id] == 0]
-    out = []
-    while ready:
-        ins = ready.pop()
-        out.append(ins)
-        for o in set(ins.operands):
-            if o in pending:
-                pending[o] -= 1
-                if pending[o] == 0:
-                    ready.append(by_id[o])
-    return out
-
-
 _HANDLERS = {
     "dot": _dot, "convolution": _convolution, "custom-call": _custom_call, "reduce": _reduce,
     "reduce-window": _reduce_window, "select-and-scatter": _select_and_scatter, "scatter": _scatter,
     "gather": _gather, "slice": _slice, "dynamic-slice": _dynamic_slice, "dynamic-update-slice": _dynamic_update_slice,
     "tuple": _tuple, "concatenate": _concatenate, "map": _map, "sort": _sort, "fft": _fft, "while": _while,
     "call": _call, "conditional": _conditional, "all-reduce": _all_reduce, "all-reduce-start": _all_reduce,
-    "fusion": _fusion, **{op: _no_bytes for op in _NO_BYTES},
+    "fusion": fusion, **{op: _no_bytes for op in _NO_BYTES},
 }
