@@ -109,7 +109,8 @@ def module_cost_of(wf: WireFile, module: Module, gpu: bool) -> ModuleCost | None
         return None
     try:
         return module_cost(wf, found, module.program_id, gpu)
-    except (WireError, IndexError, KeyError, ValueError, ZeroDivisionError, RecursionError):
+    except (WireError, IndexError, KeyError, ValueError, TypeError, AttributeError, ZeroDivisionError, OverflowError,
+            RecursionError):
         return None
 
 

@@ -40,7 +40,7 @@ def op_cost(name: str, args: dict) -> tuple[float, float] | None:
             return _convolution_backward(dims, types, concrete)
         if name in _SDPA or name in _SDPA_BACKWARD:
             return _attention(name, dims, types)
-    except (IndexError, TypeError, ValueError, SyntaxError):
+    except (IndexError, TypeError, ValueError, SyntaxError, ZeroDivisionError, MemoryError, RecursionError):
         return None
     return None
 

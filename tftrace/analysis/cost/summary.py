@@ -134,10 +134,14 @@ def _per_step(trace: Trace, costs: dict, captured: CapturedCost | None, steps: i
     if runs and steps:
         total = sum(m.cost.flops for m in runs)
         graphed = [m.module.name for m in runs if m.graphed]
-        note = (f"{', '.join(sorted(set(graphed)))}: kernels inside CUDA graphs name no instruction, so the FLOPs "
-                "per step count each module run whole, and those kernels' op rows have none") if graphed else ""
+        notes = [f"{', '.join(sorted(set(graphed)))}: kernels inside CUDA graphs name no instruction, so the FLOPs "
+                 "per step count each module run whole, and those kernels' op rows have none"] if graphed else []
+        unknown = sorted({name for m in runs for name in m.module.unknown})
+        if unknown:
+            notes.append(f"custom calls no cost model can see into are left out ({', '.join(unknown[:3])}"
+                         f"{', ...' if len(unknown) > 3 else ''}): the FLOPs per step are a floor")
         cpu = all(m.module.model == "cpu" for m in runs)
-        return total / steps, SOURCES["hlo_cpu" if cpu else "hlo"], note
+        return total / steps, SOURCES["hlo_cpu" if cpu else "hlo"], "; ".join(notes)
     flops = sum(c.flops for c in costs.values())
     sources = {s for s in (_source_of(trace),) if s}
     if flops and steps:
