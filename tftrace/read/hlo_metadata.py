@@ -63,7 +63,7 @@ class Module:
     program_id: int
     sources: dict = field(default_factory=dict)  # instruction name -> op_name
     code: dict = field(default_factory=dict)  # instruction name -> the Python stack that made it (Frames.text)
-    proto: Field | None = None  # where its HloProto lies in the file: costed (module_cost_of) once it is seen to run
+    proto: Field | None = None  # where its HloModuleProto lies in the file: costed (module_cost_of) once seen to run
 
 
 def read_modules(wf: WireFile, plane: list[Field]) -> dict[int, Module]:
@@ -93,8 +93,9 @@ def read_modules(wf: WireFile, plane: list[Field]) -> dict[int, Module]:
         if program is None:
             m = _PROGRAM.search(name)
             program = int(m.group(1)) if m else -1 - len(out)
-        module_name, sources, code = _module(wf, proto)
-        out[program] = Module(module_name or _PROGRAM.sub("", name), program, sources, code, proto)
+        module = next((f for f in fields(wf, proto.start, proto.end) if f.number == _HLO_MODULE), None)
+        module_name, sources, code = _module(wf, module) if module is not None else ("", {}, {})
+        out[program] = Module(module_name or _PROGRAM.sub("", name), program, sources, code, module)
     return out
 
 
@@ -104,11 +105,8 @@ def module_cost_of(wf: WireFile, module: Module, gpu: bool) -> ModuleCost | None
     module's names and scopes stand without it)."""
     if module.proto is None:
         return None
-    found = next((f for f in fields(wf, module.proto.start, module.proto.end) if f.number == _HLO_MODULE), None)
-    if found is None:
-        return None
     try:
-        return module_cost(wf, found, module.program_id, gpu)
+        return module_cost(wf, module.proto, module.program_id, gpu)
     except (WireError, IndexError, KeyError, ValueError, TypeError, AttributeError, ZeroDivisionError, OverflowError,
             RecursionError):
         return None
@@ -145,11 +143,8 @@ def _stat(wf: WireFile, f: Field):
     return sid, payload
 
 
-def _module(wf: WireFile, proto: Field) -> tuple[str, dict[str, str], dict[str, str]]:
-    """(module name, {entry instruction: op_name}, {entry instruction: its Python}) of an HloProto."""
-    module = next((f for f in fields(wf, proto.start, proto.end) if f.number == _HLO_MODULE), None)
-    if module is None:
-        return "", {}, {}
+def _module(wf: WireFile, module: Field) -> tuple[str, dict[str, str], dict[str, str]]:
+    """(module name, {entry instruction: op_name}, {entry instruction: its Python}) of an HloModuleProto."""
     name, entry_id, computations, frames = "", None, [], None
     for f in fields(wf, module.start, module.end):
         if f.number == _MODULE_NAME:

@@ -32,10 +32,11 @@ class Shape:
     """An array (element type and dimensions) or a tuple of shapes; `layout`: whether it has
     one (XLA counts no bytes for a shape without)."""
 
-    __slots__ = ("type", "dims", "tuple", "layout")
+    __slots__ = ("type", "dims", "tuple", "layout", "_size")
 
     def __init__(self, type_: int, dims: tuple, tuple_: tuple | None, layout: bool):
         self.type, self.dims, self.tuple, self.layout = type_, dims, tuple_, layout
+        self._size = -1
 
     @property
     def elements(self) -> int:
@@ -53,6 +54,11 @@ class Shape:
 
     def size(self) -> int:
         """Bytes, as XLA's default shape size counts them: a tuple is its table of 8-byte pointers."""
+        if self._size < 0:
+            self._size = self._bytes()
+        return self._size
+
+    def _bytes(self) -> int:
         if not self.has_layout():
             return 0
         if self.tuple is not None:
@@ -128,6 +134,18 @@ def read_computations(wf: WireFile, module: Field) -> tuple[str, dict[int, Compu
 
 
 def _computation(wf: WireFile, c: Field) -> Computation:
+    if c.end - c.start <= _BIG:  # read whole, its instructions sliced from it
+        buf = wf.read(c.start, c.end - c.start)
+        cid = root = -1
+        instructions = []
+        for number, _wire, start, end in _fields(buf):
+            if number == _COMP_INSTRUCTIONS:
+                instructions.append(_instruction(buf[start:end]))
+            elif number == _COMP_ID:
+                cid = _varint(buf, start)[0]
+            elif number == _COMP_ROOT:
+                root = _varint(buf, start)[0]
+        return _finished(cid, instructions, root)
     cid, root, instructions = -1, -1, []
     for f in fields(wf, c.start, c.end):
         if f.number == _COMP_INSTRUCTIONS:
@@ -141,6 +159,10 @@ def _computation(wf: WireFile, c: Field) -> Computation:
             cid = wf.varint(f.start)[0]
         elif f.number == _COMP_ROOT:
             root = wf.varint(f.start)[0]
+    return _finished(cid, instructions, root)
+
+
+def _finished(cid: int, instructions: list, root: int) -> Computation:
     if root < 0 and instructions:
         root = instructions[-1].id
     return Computation(cid, instructions, root)
@@ -161,14 +183,16 @@ def _signed(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def _fields(buf: bytes):
+def _fields(buf: bytes) -> list:
     """(number, wire type, start, end) of each field of a message held in `buf`."""
     if native.events is not None:
         found = native.events.fields(buf, 0)
         if found is not None:
-            for number, tag_start, start, end in found:
-                yield number, buf[tag_start] & 7, start, end
-            return
+            return [(number, buf[tag_start] & 7, start, end) for number, tag_start, start, end in found]
+    return list(_walk(buf))
+
+
+def _walk(buf: bytes):
     pos, end = 0, len(buf)
     while pos < end:
         tag, pos = _varint(buf, pos)
@@ -202,9 +226,16 @@ def _text(buf: bytes, start: int, end: int) -> str:
     return buf[start:end].decode("utf-8", "replace")
 
 
+_WANTED = frozenset({_I_NAME, _I_OPCODE, _I_SHAPE, _I_ID, _I_OPERANDS, _I_CALLS, _I_PARAMETER, _I_KIND,
+                     _I_TUPLE_INDEX, _I_DIMS, _I_WINDOW, _I_CONV, _I_DOT, _I_GROUPS, _I_BATCH_GROUPS, _I_TARGET,
+                     _I_CONFIG, _I_FFT})
+
+
 def _instruction(buf: bytes) -> Instruction:
     ins = Instruction()
     for number, wire, start, end in _fields(buf):
+        if number not in _WANTED:  # metadata, frontend attributes...: not needed
+            continue
         if number == _I_NAME:
             ins.name = _text(buf, start, end)
         elif number == _I_OPCODE:
