@@ -59,7 +59,7 @@ def test_layers_get_the_captures_flops_per_step_and_the_run_its_mfu(copy_of):
     assert all(o.flops is None for o in run.ops)  # no shapes in the trace: nothing per op
     roof = run.roofline
     assert roof.device == "CPU" and roof.peak_flops_per_s == PEAK and "measured on this host" in roof.source
-    assert roof.counted_by.startswith("the capture (TensorFlow's op statistics")
+    assert roof.counted_by.startswith("the capture: TensorFlow's op statistics")
     step_s = run.steps.mean_ps / 1e12
     assert roof.flops_per_s == pytest.approx(run.flops_per_step / step_s)
     assert run.mfu == pytest.approx(run.flops_per_step / step_s / PEAK, rel=1e-4)

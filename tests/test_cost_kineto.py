@@ -9,7 +9,7 @@ import os
 import pytest
 
 from conftest import PUBLIC
-from tftrace.analysis.cost.peaks import device_peaks
+from tftrace.analysis.cost.device_peaks import device_peaks
 from tftrace.api import analyze
 from tftrace.read.loader import load
 

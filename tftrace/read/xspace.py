@@ -173,7 +173,7 @@ def _read_clock(plane, host: str, builder: TraceBuilder) -> None:
 
 def _read_device(plane, host: str, builder: TraceBuilder) -> None:
     """What a device plane's own stats say it can do (clock, cores, memory bandwidth, compute
-    capability; a TPU's peaks), for analysis/cost/peaks.py."""
+    capability; a TPU's peaks), for analysis/cost/device_peaks.py."""
     names = {k: v.name for k, v in plane.stat_metadata.items()}
     stats = {}
     for st in plane.stats:

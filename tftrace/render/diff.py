@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tftrace.render.fmt import PART_LABELS, ms, pct, si
+from tftrace.render.diff_rates import RATE_COLUMNS, rate_cells
+from tftrace.render.fmt import PART_LABELS, ms, pct
 from tftrace.render.diff_memory import memory_cells, memory_table
 from tftrace.render.wrap import labelled, say
 
@@ -32,18 +33,6 @@ def _signed_ms(ps: int) -> str:
 
 def _row_cells(r) -> tuple[str, ...]:
     return (r.name, r.type, ms(r.baseline_ps), ms(r.candidate_ps), _signed_ms(r.delta_ps), r.status)
-
-
-RATE_COLUMNS = ("what", "phase", "baseline FLOP/s", "candidate FLOP/s", "ratio", "baseline share", "candidate share")
-
-
-def rate_cells(r) -> tuple[str, ...]:
-    """A FLOP-rate row's cells; the step's shares are MFU, the others' of their roofline."""
-    name = "step (MFU)" if r.scope == "step" else f"{r.scope} {r.name}"
-    rate = lambda v: "-" if v is None else si(v, "FLOP/s")  # noqa: E731
-    share = lambda v: "-" if v is None else pct(v)  # noqa: E731
-    return (name, r.phase, rate(r.baseline_flops_per_s), rate(r.candidate_flops_per_s),
-            "-" if r.ratio is None else f"{r.ratio:.2f}x", share(r.baseline_share), share(r.candidate_share))
 
 
 def _experiment_cells(e) -> tuple[str, str, str]:

@@ -10,6 +10,7 @@ from tftrace.render.html_diff_charts import (FASTER, SIDE_COLORS, SLOWER, breakd
 from tftrace.render.html_page import fragment, page
 from tftrace.render.html_style import CSS
 from tftrace.render.diff_memory import memory_delta_html
+from tftrace.render.diff_rates import RATE_COLUMNS, rate_cells
 
 DIFF_CSS = CSS + """
 .sides { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 0 14px; }
@@ -79,7 +80,6 @@ def _rates(diff) -> str:
     """Achieved FLOP/s on each side: the step's (with MFU), then ops', owners' and layers'."""
     if not diff.rates:
         return ""
-    from tftrace.render.diff import RATE_COLUMNS, rate_cells
     head = "".join(f"<th>{esc(c)}</th>" for c in RATE_COLUMNS)
     rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in rate_cells(r)) + "</tr>" for r in diff.rates)
     return ('<div class="card"><h3>FLOP rates (achieved; shares: MFU for the step, of the roofline for the rest)</h3>'

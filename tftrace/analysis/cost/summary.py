@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tftrace.analysis.classify import classify, trace_scopes
+from tftrace.analysis.cost.bound import RULE, roofline_row
 from tftrace.analysis.cost.captured import CapturedCost, captured_cost
-from tftrace.analysis.cost.ops import SOURCES, EntryCost, code_costs, entry_costs
-from tftrace.analysis.cost.peaks import Peak, device_peaks, host_peak
-from tftrace.analysis.cost.roofline import RULE, roofline_row
+from tftrace.analysis.cost.device_peaks import Peak, device_peaks, host_peak
+from tftrace.analysis.cost.op_costs import SOURCES, EntryCost, code_costs, entry_costs
 from tftrace.analysis.cost.xla import module_runs
 from tftrace.analysis.owners.of_ops import Unscoped, op_owner
 from tftrace.analysis.owners.program import program_of

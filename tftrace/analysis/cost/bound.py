@@ -1,9 +1,9 @@
-"""One roofline row: the work (FLOPs, bytes) a set of ops did in its time, its arithmetic
-intensity and achieved rates, the share of the roofline its time reaches, and what bounds it."""
+"""What bounds a set of ops, in its roofline row: the work (FLOPs, bytes) it did in its time,
+its arithmetic intensity and achieved rates, the share of the roofline its time reaches."""
 
 from __future__ import annotations
 
-from tftrace.analysis.cost.peaks import Peak
+from tftrace.analysis.cost.device_peaks import Peak
 from tftrace.model.roofline import RooflineRow
 
 LAUNCH_RUN_PS = 10_000_000  # runs averaging under 10 us...
