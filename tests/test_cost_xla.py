@@ -149,7 +149,7 @@ def test_roofline_rows_are_per_op_owner_and_layer_with_a_bound():
     roof = analyze(ORACLE["keras_compute"]).runs[0].roofline
     assert roof.device == "GPU" and roof.ridge == pytest.approx(1.07053e15 / 4.814304e12, rel=1e-3) and roof.rule
     scopes = {r.scope for r in roof.rows}
-    assert scopes == {"op", "owner", "layer"}
+    assert scopes >= {"op", "owner", "layer"}
     top = roof.rows[0]
     assert top.scope == "op" and top.bound == "compute" and top.precision == "tf32"
     assert top.flops_per_s == pytest.approx(top.flops / (top.time_ps / 1e12), rel=1e-4)
@@ -169,6 +169,9 @@ def test_command_buffer_modules_are_costed_whole():
     assert run.mfu == pytest.approx(run.flops_per_step / (run.steps.mean_ps / 1e12) / (132 * 1.98e9 * 4096), rel=1e-4)
     assert "CUDA graphs" in run.roofline.note
     assert all(o.flops is None for o in run.ops if o.device != "host" and o.type == "cublas-gemm")
+    module = next(r for r in run.roofline.rows if r.scope == "module")  # the whole module, on the roofline
+    assert module.name == "jit_step" and module.runs == 8 and module.bound == "compute"
+    assert 300e12 < module.flops_per_s < 330e12  # the issue's ~315 TFLOP/s achieved
 
 
 def test_a_tpu_traces_own_op_stats_give_its_costs_and_peaks():

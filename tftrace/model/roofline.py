@@ -9,12 +9,12 @@ from dataclasses import dataclass
 # at the device's peaks is longer for; or neither: many short runs far below both roofs, whose
 # time goes to launching them (launch); "" where the peaks are unknown.
 BOUNDS = ("compute", "memory", "launch", "")
-SCOPES = ("op", "owner", "layer")
+SCOPES = ("op", "owner", "layer", "module")  # module: a module run inside CUDA graphs, costed whole
 
 
 @dataclass(frozen=True)
 class RooflineRow:
-    scope: str  # op | owner | layer
+    scope: str  # op | owner | layer | module
     name: str
     phase: str = ""  # owners and layers: forward | backward | ""
     time_ps: int = 0  # its ops' own time over the trace, on the devices the roofline is of

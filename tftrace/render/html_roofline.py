@@ -11,7 +11,7 @@ from tftrace.render.html_charts import esc
 _W, _H = 1080, 420
 _PAD = {"left": 84, "right": 24, "top": 16, "bottom": 48}
 BOUND_COLORS = {"compute": "#4e79a7", "memory": "#f28e2b", "launch": "#b07aa1", "": "#a5a5a5"}
-_MARKS = {"op": "circle", "owner": "square", "layer": "diamond"}
+_MARKS = {"op": "circle", "owner": "square", "layer": "diamond", "module": "triangle"}
 
 
 def work_facts(run) -> list[tuple]:
@@ -117,6 +117,9 @@ def _roof(x, y, x_lo, x_hi, peak, bw, cls, label) -> str:
 def _mark(scope: str, cx: float, cy: float, color: str) -> str:
     if scope == "owner":
         return f'<rect x="{cx - 5:.1f}" y="{cy - 5:.1f}" width="10" height="10" fill="{color}" fill-opacity="0.8"/>'
+    if scope == "module":
+        return (f'<polygon points="{cx:.1f},{cy - 7:.1f} {cx + 7:.1f},{cy + 6:.1f} {cx - 7:.1f},{cy + 6:.1f}" '
+                f'fill="{color}" fill-opacity="0.8"/>')
     if scope == "layer":
         return (f'<polygon points="{cx:.1f},{cy - 7:.1f} {cx + 7:.1f},{cy:.1f} {cx:.1f},{cy + 7:.1f} '
                 f'{cx - 7:.1f},{cy:.1f}" fill="{color}" fill-opacity="0.8"/>')

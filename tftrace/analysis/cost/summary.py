@@ -89,7 +89,7 @@ def run_cost(trace: Trace, table, costs: dict, steps: int, mean_step_ps: int, to
                 and costs[(e.name, False)].time_ps]
     rows = _op_rows(main + launched, costs, ops_by_name, peak, top, precision) \
         + _group_rows(trace, main + launched, costs, ops_by_name, peak, top, precision) \
-        + _captured_rows(main, captured, steps, peak, top)
+        + _module_rows(trace, main, peak, precision) + _captured_rows(main, captured, steps, peak, top)
     matched = peak.at(precision) if peak and precision else None
     matched_mfu = round(achieved / (matched * count), 6) if achieved is not None and matched and count else None
     roofline = Roofline(kind if (rows or per_step is not None) else "", counted,
@@ -219,6 +219,27 @@ def _add(groups: dict, key: tuple, e, c: EntryCost, precision: str) -> None:
     if precision and c.flops:
         by = {**by, precision: by.get(precision, 0) + own}
     groups[key] = (time + own, runs + (c.runs or e.count), flops + c.flops, nbytes + c.bytes, by)
+
+
+def _module_rows(trace: Trace, entries, peak, precision: str) -> list[RooflineRow]:
+    """A row per module run inside CUDA graphs, whole: its kernels name no instruction, so its
+    work is known only per module run; its time is its kernels' own."""
+    time_of = {}
+    for e in entries:
+        if e.device != "host":
+            time_of[e.name] = time_of.get(e.name, 0) + e.self_ps
+    rows = []
+    for m in module_runs(trace):
+        if not m.graphed:
+            continue
+        names = {trace.ops[code].name for (h, code, p) in trace.costs.kernels
+                 if h == m.host and p == m.module.program and code in trace.ops}
+        time = sum(time_of.get(n, 0) for n in names)
+        cost = m.cost
+        if time > 0 and (cost.flops or cost.bytes):
+            rows.append(roofline_row("module", m.module.name, "", time, m.runs, cost.flops, cost.bytes, precision,
+                                     peak))
+    return rows
 
 
 def _captured_rows(entries, captured: CapturedCost | None, steps: int, peak, top) -> list[RooflineRow]:
