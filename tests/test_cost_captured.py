@@ -77,6 +77,20 @@ def test_without_measured_peaks_the_rate_is_given_and_mfu_is_none(copy_of):
     assert run.mfu is None and run.roofline.peak_flops_per_s is None and "no peak known" in run.roofline.source
 
 
+def test_a_count_of_another_kind_of_step_is_not_used(copy_of):
+    run_dir = copy_of(sample("zoo", "heavy_layer"))  # a fit: train steps
+    _extend(run_dir)
+    path = glob.glob(os.path.join(run_dir, "**", "tftrace_run.json"), recursive=True)[0]
+    with open(path) as f:
+        sidecar = json.load(f)
+    sidecar["cost"]["step"] = "predict"
+    with open(path, "w") as f:
+        json.dump(sidecar, f)
+    run = analyze(run_dir).runs[0]
+    assert run.mode == "train" and run.flops_per_step is None and run.mfu is None
+    assert "predict step's FLOPs" in run.roofline.note and all(layer.flops_per_step is None for layer in run.layers)
+
+
 def test_a_malformed_cost_record_is_ignored_not_trusted(copy_of):
     run_dir = copy_of(sample("zoo", "heavy_layer"))
     path = glob.glob(os.path.join(run_dir, "**", "tftrace_run.json"), recursive=True)[0]

@@ -134,7 +134,7 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
     found = diagnose(ctx)
     pace = untraced_pace(timed.sidecar, tl, own)
     summary = _steps_summary(steps, tl, own, timed.hosts[0] if views else "", pace)
-    cost = run_cost(timed, table, merge_costs(p.costs for p in parts), summary.count, summary.mean_ps, top)
+    cost = run_cost(timed, table, merge_costs(p.costs for p in parts), summary.count, summary.mean_ps, top, mode)
     experiment = interpret(timed.experiment, summary, judged.verdict.bound) if timed.experiment is not None else None
     hosts = tuple(p.host for p in parts) if views else timed.hosts
     return RunReport(

@@ -59,10 +59,19 @@ class RunCost:
     roofline: Roofline = Roofline()
 
 
-def run_cost(trace: Trace, table, costs: dict, steps: int, mean_step_ps: int, top: int | None) -> RunCost:
-    """The run's cost figures from the timed host's Trace, every host's op table and costs, and
-    its steps (how many, and their mean)."""
+_MODES = {"train": "train", "test": "evaluate", "predict": "predict"}  # the sidecar's steps, as run modes name them
+
+
+def run_cost(trace: Trace, table, costs: dict, steps: int, mean_step_ps: int, top: int | None,
+             mode: str = "") -> RunCost:
+    """The run's cost figures from the timed host's Trace, every host's op table and costs, its
+    steps (how many, and their mean) and mode (the capture's count is of one kind of step: a run
+    of another kind does not take it)."""
     captured = captured_cost(trace.sidecar)
+    skipped = ""
+    if captured is not None and captured.step in _MODES and mode in _MODES.values() and _MODES[captured.step] != mode:
+        captured, skipped = None, (f"the capture counted a {captured.step} step's FLOPs; these steps are "
+                                   f"{mode}: not used")
     device_side = any(e.device != "host" for e in table)
     main = [e for e in table if (e.device != "host") == device_side]
     ops_by_name = {(op.name, op.kind == "device"): op for op in trace.ops.values()}
@@ -80,6 +89,7 @@ def run_cost(trace: Trace, table, costs: dict, steps: int, mean_step_ps: int, to
         count = 1 if peak is not None and peak.flops_per_s else 0
         kind = "CPU"
     per_step, counted, note = _per_step(trace, costs, captured, steps)
+    note = "; ".join(n for n in (note, skipped) if n)
     step_s = mean_step_ps / 1e12 if mean_step_ps > 0 else 0.0
     achieved = per_step / step_s if per_step is not None and step_s > 0 else None
     mfu = achieved / (peak.flops_per_s * count) if achieved is not None and peak is not None and \
