@@ -35,3 +35,4 @@ class Finding:
     evidence: str = ""
     subject: str = ""
     removed_ps: float = 0.0  # per step, the time its fix removes once nothing else holds the step (0: share's)
+    id: str = ""  # kind/subject (analysis/findings/ids.py), set once every detector has run

@@ -20,5 +20,5 @@ def detect(ctx: Context) -> list[Finding]:
                  pct_fact("share of the step", per / ctx.per_step_ps), fact("steps measured", ctx.n))
         out.append(Finding("callback", f"Callback {label(h)} takes {ms(per)} on every step", share, facts,
                            fix_for("callback", cb=h.callback, hook=h.hook), ctx.projected(h.steady_ps),
-                           "host_overhead"))
+                           "host_overhead", subject=f"{h.callback}.{h.hook}"))
     return out

@@ -112,7 +112,8 @@ def _finding(ctx: Context, o: _Owner, share: float, of_model: float) -> Finding:
         removed = SIMPLER * o.wall_ps
         facts.append(fact("projected", f"with a plain update (SGD), about {1 - SIMPLER:.0%} of {o.name}'s work per "
                                        "weight"))
-    return Finding(kind, title, share, _paced(ctx, facts), fix, _projected(ctx, removed * ctx.n, share), "compute")
+    return Finding(kind, title, share, _paced(ctx, facts), fix, _projected(ctx, removed * ctx.n, share), "compute",
+                   subject=o.name)
 
 
 # What a plain SGD update costs beside an adaptive optimizer's (Adam and the like read and write

@@ -64,7 +64,8 @@ def detect(ctx: Context) -> list[Finding]:
     else:
         title = f"Device-to-host sync every step ({read}): the host waits {waited.sum() / n / 1e9:.2f} ms per step"
     fix = fix_for("device_sync", "keras" if keras else "custom", read=read)
-    return [Finding("device_sync", title, share, facts, fix, ctx.projected(float(saved.sum())), "host_overhead")]
+    return [Finding("device_sync", title, share, facts, fix, ctx.projected(float(saved.sum())), "host_overhead",
+                    subject=read)]
 
 
 def _waits(ctx: Context):

@@ -29,4 +29,4 @@ def detect(ctx: Context) -> list[Finding]:
              "custom": "Eager training step: ops dispatched one by one",
              "predict": "Eager execution: ops dispatched one by one"}[ctx.loop]
     projected = round((ops_ps + ctx.tl.idle.sum()) / ctx.n)
-    return [Finding("eager", title, share, facts, fix_for("eager", ctx.loop), projected, "host_overhead")]
+    return [Finding("eager", title, share, facts, fix_for("eager", ctx.loop), projected, "host_overhead", subject="step")]

@@ -32,7 +32,7 @@ def host_to_device(ctx: Context) -> Finding:
     copies = next((f.value for f in facts if f.label == "host-to-device copies per step"), 0)
     title = "Host-to-device copies" + (f": {round(copies)} per step" if copies >= 1 else "")
     return Finding("input", title, b.input, tuple(facts), fix_for("h2d", _loop(ctx)), ctx.projected(tl.input.sum()),
-                   "input")
+                   "input", subject="host-to-device")
 
 
 def detect(ctx: Context) -> list[Finding]:
@@ -54,7 +54,7 @@ def detect(ctx: Context) -> list[Finding]:
              pct_fact("share of wall time", share), fact("how", _how(ctx)), *_counts(ctx))
     title = f"Host-to-device copies every step ({_how(ctx)}): {alone.sum() / ctx.n / 1e9:.2f} ms per step"
     return [Finding("host_to_device", title, share, facts, fix_for("h2d", _loop(ctx)),
-                    ctx.projected(float(alone.sum())), "host_overhead")]
+                    ctx.projected(float(alone.sum())), "host_overhead", subject="host-to-device")]
 
 
 def _is_transfer(name: str) -> bool:

@@ -49,4 +49,4 @@ def detect(ctx: Context) -> list[Finding]:
              pct_fact("share of wall time", share))
     title = f"Recompilation: jax.jit compiles {fn} again in {len(steps)} of {ctx.n} steps"
     return [Finding("recompilation", title, share, facts, fix_for("recompilation_jax", fn=fn),
-                    ctx.projected(lost), "host_overhead")]
+                    ctx.projected(lost), "host_overhead", subject=fn)]

@@ -48,4 +48,4 @@ def detect(ctx: Context) -> list[Finding]:
              pct_fact("share of wall time", share))
     title = f"model.{call}() per batch: {per / 1e9:.2f} ms of Keras' per-call work around each call's steps"
     return [Finding("per_call_overhead", title, share, facts, fix_for("per_call_jax", call, call=call),
-                    ctx.projected(float(own.sum())), "idle")]
+                    ctx.projected(float(own.sum())), "idle", subject=f"model.{call}")]

@@ -37,7 +37,7 @@ def detect(ctx: Context) -> list[Finding]:
     # Compiled, the step keeps its ops' and input's time (and the loop's gaps).
     projected = round((ctx.tl.compute.sum() + ctx.tl.input.sum() + ctx.tl.idle.sum()) / ctx.n)
     return [Finding("eager", title, b.host_overhead, facts, fix_for("eager_jax", "keras" if keras else "custom"),
-                    projected, "host_overhead")]
+                    projected, "host_overhead", subject="step")]
 
 
 def _calls_per_step(ctx: Context) -> Counter:

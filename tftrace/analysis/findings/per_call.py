@@ -28,7 +28,7 @@ def detect(ctx: Context) -> list[Finding]:
     loop = "predict" if call == "model.predict" else "keras"
     return [Finding("per_call_overhead", f"Per-call {call} overhead: a tf.data pipeline built every call",
                     ov.pipeline_ps / ctx.wall_ps, tuple(facts), fix_for("per_call_overhead", loop, call=call),
-                    ctx.projected(ov.pipeline_ps), "host_overhead")]
+                    ctx.projected(ov.pipeline_ps), "host_overhead", subject=call)]
 
 
 def predict_python(ctx: Context, rest: float) -> list[Finding]:
@@ -37,4 +37,5 @@ def predict_python(ctx: Context, rest: float) -> list[Finding]:
     facts = (pct_fact("share of step time with no op and no input wait", rest),
              fact("model.predict's own Python (argument handling, data adapters, output conversion) on every call"))
     return [Finding("host_overhead", "Keras' per-call Python around each predict", rest, facts,
-                    fix_for("predict_python", "predict"), ctx.projected(rest * ctx.wall_ps), "host_overhead")]
+                    fix_for("predict_python", "predict"), ctx.projected(rest * ctx.wall_ps), "host_overhead",
+                    subject="model.predict")]

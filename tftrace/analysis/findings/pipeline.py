@@ -109,7 +109,8 @@ def detect(ctx: Context) -> list[Finding]:
                       ms_fact("per step", tl.input_wait.sum() / ctx.n))
         head = title if ctx.torch else "Device idle while the host waits for input data" + title[len("Input pipeline"):]
         out.append(Finding("input", head,
-                           wait, facts_wait + facts + where, fix, ctx.projected(tl.input_wait.sum()), "host_overhead"))
+                           wait, facts_wait + facts + where, fix, ctx.projected(tl.input_wait.sum()), "host_overhead",
+                           subject=_subject(ctx, kinds)))
     return out
 
 
@@ -128,7 +129,8 @@ def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str, waits_
         cpu = (pct_fact(f"share of the {load.cores} cores' time the pipeline's work takes", load.core_share),
                ms_fact("the model's op work per step beside it", load.model_ps / ctx.n))
         share = min(load.cpu_share, 1 - b.idle)
-        return [Finding("input", title, share, wait + cpu + facts, fix, ctx.projected(share * ctx.wall_ps), "input")]
+        return [Finding("input", title, share, wait + cpu + facts, fix, ctx.projected(share * ctx.wall_ps), "input",
+                        subject=_subject(ctx, kinds))]
     # On the host the pipeline's threads share the cores with the model's ops: its work while
     # the model computes slows the model down, though the model does not wait for it.
     contended = work * (1 - b.input) / cores if b.input < HIGHLY_INPUT else 0
@@ -152,7 +154,14 @@ def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str, waits_
             title = "Input pipeline competes with the model for the CPU:" + title[len("Input pipeline:"):]
     if share <= 0:
         return []
-    return [Finding("input", title, share, wait + facts, fix, ctx.projected(removed), "input")]
+    return [Finding("input", title, share, wait + facts, fix, ctx.projected(removed), "input", subject=_subject(ctx, kinds))]
+
+
+def _subject(ctx: Context, kinds) -> str:
+    """What an input finding is about: the DataLoader, or the pipeline's heaviest kind of work."""
+    if ctx.torch:
+        return "DataLoader"
+    return kinds[0][0] if kinds else "input pipeline"
 
 
 def has_parallel(ctx: Context) -> bool:

@@ -33,7 +33,8 @@ def detect(ctx: Context) -> list[Finding]:
     title = f"{'/'.join(kinds).upper()} {what}: {share_of_ops:.0%} of the device's op time; bfloat16 would halve it"
     loop = "keras" if ctx.keras_jax or ctx.loop == "keras" else "jax" if ctx.jax else "custom"
     saved = share * (1 - 1 / SPEEDUP) * ctx.wall_ps
-    return [Finding("precision", title, share, facts, fix_for("precision", loop), ctx.projected(saved), "compute")]
+    return [Finding("precision", title, share, facts, fix_for("precision", loop), ctx.projected(saved), "compute",
+                    subject="/".join(kinds))]
 
 
 def _kernel_sample(entries) -> str:

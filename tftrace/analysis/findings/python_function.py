@@ -38,7 +38,7 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     part = "host_overhead" if b.host_overhead >= b.idle else "idle"
     title = f"Python function {node.function}() ({where}): {share:.0%} of each step"
     return [Finding("python_function", title, share, facts, fix_for("python_function", fn=node.function),
-                    _projected(ctx, share), part)]
+                    _projected(ctx, share), part, subject=f"{node.file}:{node.function}")]
 
 
 def _projected(ctx: Context, share: float) -> int:

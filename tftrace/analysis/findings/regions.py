@@ -12,5 +12,5 @@ def detect(ctx: Context) -> list[Finding]:
     for name, ps in ctx.overhead.regions:
         facts = (ms_fact(f"inside tftrace.region('{name}') per step, running no TensorFlow op", ps / ctx.n),)
         out.append(Finding("user_region", f"Your code in tftrace.region('{name}'): {ms(ps / ctx.n)} per step",
-                           ps / ctx.wall_ps, facts, fix_for("user_region"), ctx.projected(ps), "host_overhead"))
+                           ps / ctx.wall_ps, facts, fix_for("user_region"), ctx.projected(ps), "host_overhead", subject=name))
     return out

@@ -14,6 +14,7 @@ import dataclasses
 
 from tftrace.analysis.findings.base import MIN_SHARE, Finding, evidence_text, ms_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings.ids import finding_ids
 from tftrace.analysis.findings.op_by_op import jit_calls
 from tftrace.model.memory import MemoryFinding
 from tftrace.model.report import Bottleneck
@@ -37,6 +38,8 @@ def diagnose(ctx: Context) -> tuple[Bottleneck, ...]:
         found += detect(ctx)
     for detect, part in LEFTOVERS:
         found += detect(ctx, _explained(ctx, found, part))
+    # Ids before the share cut, so that none hangs on a share.
+    found = [dataclasses.replace(f, id=i) for f, i in zip(found, finding_ids(found))]
     found = [f for f in found if f.share >= MIN_SHARE]
     step = round(ctx.per_step_ps)
     if ctx.tracer_ps:  # projections of the step the program runs, not of the traced one
@@ -56,7 +59,8 @@ def diagnose(ctx: Context) -> tuple[Bottleneck, ...]:
             removed = f.removed_ps or f.share * step
             then = max(round(first - removed), 0)
         out.append(Bottleneck(i, f.kind, f.title, round(f.share, 4), f.evidence or evidence_text(f.facts), f.fix,
-                              f.step_if_removed_ps, step, f.facts, f in later and bool(now), then))
+                              f.step_if_removed_ps, step, f.facts, f in later and bool(now), then,
+                              id=f.id, part=f.part))
     return tuple(out)
 
 

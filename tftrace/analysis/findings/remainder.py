@@ -35,17 +35,18 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
         kind = "device_idle" if device else "host_overhead"
         fix = fix_for("dispatch", "torch" if ctx.torch else "jax" if ctx.jax else ctx.loop)
         return [Finding(kind, title, rest, (pct_fact(lead, rest), *facts), fix, ctx.projected(rest * ctx.wall_ps),
-                        "host_overhead")]
+                        "host_overhead", subject="dispatch")]
     if not where:
         where, in_fn = host_call_fact(ctx, rest * ctx.wall_ps)
     facts = (pct_fact(lead, rest), *where, *_owners_fact(ctx))
     if device:
         return [Finding("device_idle", "Device idle, waiting for the host" + in_fn, rest, facts,
                         fix_for("device_idle", "torch" if ctx.torch else "any"),
-                        ctx.projected(rest * ctx.wall_ps), "host_overhead")]
+                        ctx.projected(rest * ctx.wall_ps), "host_overhead", subject=_function(in_fn) or "host")]
     title = ("Python time inside steps" + in_fn) if in_fn and where else "Framework time inside steps, outside any op"
-    return [Finding("host_overhead", title, rest, facts, fix_for("host_overhead", "torch" if ctx.torch else "any"), ctx.projected(rest * ctx.wall_ps),
-                    "host_overhead")]
+    subject = _function(in_fn) if in_fn and where else "framework"
+    return [Finding("host_overhead", title, rest, facts, fix_for("host_overhead", "torch" if ctx.torch else "any"),
+                    ctx.projected(rest * ctx.wall_ps), "host_overhead", subject=subject)]
 
 
 def _dispatch(ctx: Context, rest: float):
@@ -81,3 +82,8 @@ def _owners_fact(ctx: Context) -> tuple:
     if fw is None or fw.per_step_ps <= 0:
         return ()
     return (fact("framework time per step outside any op", round(fw.per_step_ps / 1e9, 3), "ms"),)
+
+
+def _function(in_fn: str) -> str:
+    """` in your load_batch()` -> `load_batch`: the function a title names, as a finding's subject."""
+    return in_fn.removeprefix(" in ").removeprefix("your ").removesuffix("()")

@@ -45,7 +45,7 @@ def traced_findings(ctx: Context, calls: Calls, xla: bool) -> list[Finding]:
         title = (f"{name} {what} on {count} of {total} calls ({ms(cost / count)} each): "
                  + ("a new input shape is a new XLA program" if xla else "a new Python value or shape is a new graph"))
         out.append(Finding(kind, title, cost / ctx.wall_ps, tuple(f for f in facts if f.value not in (None, -1)),
-                           fix_for(kind, fn=name), ctx.projected(cost), "host_overhead"))
+                           fix_for(kind, fn=name), ctx.projected(cost), "host_overhead", subject=name))
     return out
 
 

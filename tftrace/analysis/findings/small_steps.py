@@ -44,7 +44,7 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     kept = max(graph_ps, _device_ps(ctx)) if ctx.jax else graph_ps
     projected = round(min(kept + ctx.tl.input.sum() / ctx.n, ctx.per_step_ps))
     return [Finding("small_steps", title, share, tuple(facts), fix_for("small_steps", ctx.loop, spe=spe, batch=more),
-                    projected, "host_overhead")]
+                    projected, "host_overhead", subject="step")]
 
 
 def _graph_ps(ctx: Context) -> float:

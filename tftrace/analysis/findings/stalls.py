@@ -42,8 +42,9 @@ def detect(ctx: Context) -> list[Finding]:
     facts += what
     title = f"Stalls: {len(out)} of {len(full)} steps take {full[out].mean() / median:.0f}x the median"
     title += f" ({cause})" if cause else ""
-    return [Finding("stall", title, excess / ctx.wall_ps, tuple(facts), fix_for("stall", names.pop("why"), **names),
-                    ctx.projected(excess), "host_overhead")]
+    why = names.pop("why")
+    return [Finding("stall", title, excess / ctx.wall_ps, tuple(facts), fix_for("stall", why, **names),
+                    ctx.projected(excess), "host_overhead", subject=names.get("cb") and f"{why} {names['cb']}" or why)]
 
 
 def _what_runs(ctx: Context, slow: np.ndarray):

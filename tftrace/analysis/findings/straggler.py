@@ -19,7 +19,7 @@ def detect(ctx: Context) -> list[Finding]:
     share = (s.work_ps - s.others_ps) / s.step_ps
     reason = "input_torch" if ctx.torch and s.reason == "input" else s.reason
     return [Finding("straggler", _title(s), share, (), fix_for("straggler", reason),
-                    ctx.projected(share * ctx.wall_ps), evidence=_evidence(s))]
+                    ctx.projected(share * ctx.wall_ps), evidence=_evidence(s), subject=s.host)]
 
 
 def _title(s) -> str:
