@@ -134,6 +134,10 @@ class Bottleneck:
     # the work at the reachable efficiency); 0 where the projection has no such floor.
     floor_ps: int = 0
     measured_step_ps: int | None = None  # the step with this fix applied, timed untraced by confirm; None if not
+    # Findings whose savings lie within the run's step-to-step noise (`noise_ps`) of each other are
+    # a tie: each names the rank of its tie's first (0: not tied).
+    tie_rank: int = 0
+    noise_ps: int = 0
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from collections import defaultdict
 
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.owners.how_run import how_run
 from tftrace.analysis.owners.knowledge import known
@@ -105,15 +106,62 @@ def _finding(ctx: Context, o: _Owner, share: float, of_model: float) -> Finding:
     facts += more
     if not ctx.owners.program.known and o.kind in ("step", "metric", "regularizer"):
         facts += [fact("unknown", u) for u in ctx.owners.program.unknown]
-    removed = o.wall_ps
+    p = _projection(ctx, o, kind, facts)
+    return Finding(kind, title, share, _paced(ctx, facts), fix, p.step_ps, "compute", subject=o.name, **p.fields())
+
+
+def _projection(ctx: Context, o: _Owner, kind: str, facts: list) -> projection.Projection:
+    """What the owner's fix saves, by what it changes: work removed outright (a metric, a penalty,
+    debugging ops, a layout's transposes), a loop run op by op made one op, the arithmetic at a
+    cheaper precision's rate, a plain optimizer's update; the model's own arithmetic is never
+    projected away: without a cost model of it the trace cannot say what it should cost."""
+    run = how_run(ctx, o.name) if o.kind == "layer" else None
+    if run is not None and kind in _REMOVED:  # the pattern's ops go; the rest of the layer stays
+        return _paced_projection(ctx, projection.removed(ctx, run.share * o.wall_ps * ctx.n,
+                                                         f"layer {o.name}'s {run.title.split(' of it ', 1)[-1]} "
+                                                         f"({run.share:.0%} of its op time) and their dispatch"))
+    if kind in _REMOVED or (o.kind == "step" and any(e.layer for e in ctx.table)):
+        return _paced_projection(ctx, projection.removed(ctx, o.wall_ps * ctx.n, f"{_words(o)}'s ops and their dispatch"))
     if kind == "while_loop":  # vectorised, its arithmetic stays: what goes is running it op by op
-        removed = o.wall_ps - o.compute_ps
-    elif kind == "optimizer" and o.name.lower() not in _PLAIN_OPTIMIZERS:
-        removed = SIMPLER * o.wall_ps
+        return _paced_projection(ctx, projection.dispatch(ctx, (o.wall_ps - o.compute_ps) * ctx.n,
+                                                          "the host's time dispatching the loop's op runs one by one"))
+    if kind == "precision":
+        return _paced_projection(ctx, projection.scaled(
+            ctx, o.wall_ps * (1 - 1 / WIDER) * ctx.n,
+            f"{_words(o)}'s ops at float32's rate, which moves half the bytes of float64 and has fused kernels: "
+            f"about {WIDER:g}x faster"))
+    if kind == "optimizer" and o.name.lower() not in _PLAIN_OPTIMIZERS:
         facts.append(fact("projected", f"with a plain update (SGD), about {1 - SIMPLER:.0%} of {o.name}'s work per "
                                        "weight"))
-    return Finding(kind, title, share, _paced(ctx, facts), fix, _projected(ctx, removed * ctx.n, share), "compute",
-                   subject=o.name)
+        return _paced_projection(ctx, projection.removed(ctx, SIMPLER * o.wall_ps * ctx.n,
+                                                         f"{SIMPLER:.0%} of {o.name}'s update: what a plain SGD update "
+                                                         "does not do"))
+    return projection.unknown(ctx, f"{_words(o)}'s ops are the model's own arithmetic: the trace cannot say what they "
+                                   "should cost without their FLOPs and the device's peak; the fix changes the model, "
+                                   "so time it (TraceCallback(confirm=True), or the changed model against this one)")
+
+
+WIDER = 2.0  # float64 against float32 arithmetic on the same device: at least twice the time
+# Owners whose fix deletes their work: the step keeps everything else.
+_REMOVED = ("metric", "regularizer", "debug", "debug_ops", "python_op", "layout", "casts", "dropout")
+
+
+def _words(o: _Owner) -> str:
+    return {"layer": f"layer {o.name}", "step": "the step function's own ops"}.get(o.kind, f"{o.kind} {o.name}")
+
+
+def _paced_projection(ctx: Context, p: projection.Projection) -> projection.Projection:
+    """Beside a pipeline that sets the pace, less compute saves nothing (or only the model's share
+    of the cores' work)."""
+    if not ctx.paced:
+        return p
+    if ctx.paced == "cores":
+        load = ctx.load
+        saved = (ctx.per_step_ps - p.step_ps) * load.model_ps / (load.cpu_ps + load.model_ps)
+        return projection.Projection(round(ctx.per_step_ps - saved), p.basis, p.how + "; the pipeline fills the cores "
+                                     "beside it, so only the model's share of their work goes")
+    return projection.Projection(round(ctx.per_step_ps), p.basis, p.how + "; but the input pipeline sets the step "
+                                 "time, so the step waits as long for input")
 
 
 # What a plain SGD update costs beside an adaptive optimizer's (Adam and the like read and write
@@ -201,16 +249,6 @@ def _category_of(ctx: Context, layer: str) -> str:
     top = max((e for e in ctx.table if e.layer == layer and e.category != "input"),
               key=lambda e: (e.self_ps, e.name), default=None)
     return top.category if top else ""
-
-
-def _projected(ctx: Context, removed_ps: float, share: float) -> int:
-    """The mean step without the owner's ops and their dispatch."""
-    if ctx.paced == "cores":  # steps last as long as the CPU work of pipeline and model together
-        load = ctx.load
-        return round(ctx.per_step_ps * (1 - share * load.model_ps / (load.cpu_ps + load.model_ps)))
-    if ctx.paced:  # a lighter model waits longer for the pipeline
-        return round(ctx.per_step_ps)
-    return ctx.projected(removed_ps)
 
 
 def _paced(ctx: Context, facts) -> tuple:

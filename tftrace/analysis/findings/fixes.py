@@ -90,10 +90,11 @@ _FIXES = {
     },
     "per_call_overhead": {
         "predict": ("model.predict() wraps its input in a new tf.data dataset and iterator on every call, which "
-                    "costs far more than the model itself on one item or a small batch. Call the model directly: "
-                    "`model(x, training=False)`, or a `tf.function`-wrapped call you reuse "
-                    "(`fast = tf.function(lambda x: model(x, training=False))`), or `model.predict_on_batch(x)`; or "
-                    "collect many inputs into one batch and call predict once."),
+                    "costs far more than the model itself on one item or a small batch. Call the compiled model "
+                    "directly: `model.predict_on_batch(x)`, or a `tf.function`-wrapped call you reuse "
+                    "(`fast = tf.function(lambda x: model(x, training=False))`); or collect many inputs into one "
+                    "batch and call predict once. (A bare `model(x, training=False)` runs op by op in Keras 3: "
+                    "cheaper than predict, dearer than a compiled call.)"),
         "keras": ("{call}() builds a new tf.data pipeline and iterator on every call: call it once over the whole "
                   "dataset (more epochs or steps per call) instead of once per batch, or use `train_on_batch` / "
                   "`test_on_batch` for single batches."),

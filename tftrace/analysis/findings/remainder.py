@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tftrace.analysis.findings.base import Finding, fact, pct_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.findings.host_calls import host_call_fact
 from tftrace.analysis.findings.per_call import predict_python
@@ -34,19 +35,28 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
         title, facts = dispatch
         kind = "device_idle" if device else "host_overhead"
         fix = fix_for("dispatch", "torch" if ctx.torch else "jax" if ctx.jax else ctx.loop)
-        return [Finding(kind, title, rest, (pct_fact(lead, rest), *facts), fix, ctx.projected(rest * ctx.wall_ps),
-                        "host_overhead", subject="dispatch")]
+        p = projection.dispatch(ctx, rest * ctx.wall_ps, "the host's time between op runs, scheduling them")
+        return [Finding(kind, title, rest, (pct_fact(lead, rest), *facts), fix, p.step_ps,
+                        "host_overhead", subject="dispatch", **p.fields())]
     if not where:
         where, in_fn = host_call_fact(ctx, rest * ctx.wall_ps)
     facts = (pct_fact(lead, rest), *where, *_owners_fact(ctx))
     if device:
         return [Finding("device_idle", "Device idle, waiting for the host" + in_fn, rest, facts,
                         fix_for("device_idle", "torch" if ctx.torch else "any"),
-                        ctx.projected(rest * ctx.wall_ps), "host_overhead", subject=_function(in_fn) or "host")]
+                        ctx.projected(rest * ctx.wall_ps), "host_overhead", subject=_function(in_fn) or "host",
+                        **projection.unknown(ctx, _UNPRICED).fields())]
     title = ("Python time inside steps" + in_fn) if in_fn and where else "Framework time inside steps, outside any op"
     subject = _function(in_fn) if in_fn and where else "framework"
     return [Finding("host_overhead", title, rest, facts, fix_for("host_overhead", "torch" if ctx.torch else "any"),
-                    ctx.projected(rest * ctx.wall_ps), "host_overhead", subject=subject)]
+                    ctx.projected(rest * ctx.wall_ps), "host_overhead", subject=subject,
+                    **projection.unknown(ctx, _UNPRICED).fields())]
+
+
+# Host time no cause claimed: the trace shows where it sits, not which of the fixes offered
+# (fewer calls, a compiled step, larger batches) removes how much of it.
+_UNPRICED = ("the trace shows this host time but not what runs in it, so not how much of it each fix offered "
+             "removes: time the fix (TraceCallback(confirm=True)) to find out")
 
 
 def _dispatch(ctx: Context, rest: float):

@@ -25,6 +25,7 @@ class HowRun:
     title: str  # the end of the finding's title
     facts: tuple[Fact, ...]
     fix: str
+    share: float = 1.0  # of the layer's op time, the ops the pattern is: what its fix removes
 
 
 def how_run(ctx, layer: str) -> HowRun | None:
@@ -42,7 +43,7 @@ def how_run(ctx, layer: str) -> HowRun | None:
                       (pct_fact("of the layer's op time in dropout's random masks", dropout / total),
                        fact("what puts it there", "each Dropout draws a random mask the size of its input every "
                             "training step (RandomUniform, a compare, a cast and a multiply)")),
-                      _DROPOUT_FIX["jax" if ctx.jax else "tensorflow"])
+                      _DROPOUT_FIX["jax" if ctx.jax else "tensorflow"], dropout / total)
     for e in entries:
         if e.category == "dropout":
             continue
@@ -57,7 +58,7 @@ def how_run(ctx, layer: str) -> HowRun | None:
             entry = BY_KEY[key]
             facts = (pct_fact(f"of the layer's op time in {', '.join(sorted(types[key]))}", share),
                      fact("what puts it there", entry.why))
-            return HowRun(key, f"{share:.0%} of it {entry.title}", facts, entry.fixes[framework])
+            return HowRun(key, f"{share:.0%} of it {entry.title}", facts, entry.fixes[framework], share)
     loop = _loop(ctx, entries)
     if loop is not None:
         return loop
