@@ -41,3 +41,4 @@ class Finding:
     basis: str = ""
     how: str = ""
     floor_ps: int = 0
+    measured_step_ps: int | None = None  # the step with the fix applied, as confirm timed it (analysis/measured.py)

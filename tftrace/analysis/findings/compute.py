@@ -10,7 +10,7 @@ from collections import defaultdict
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings import projection
-from tftrace.analysis.findings.fixes import fix_for
+from tftrace.analysis.findings.fixes import fix_for, layer_fix
 from tftrace.analysis.owners.how_run import how_run
 from tftrace.analysis.owners.knowledge import known
 from tftrace.model.owners import OwnerRow
@@ -191,8 +191,8 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
         top = o.rows[0].what.split(", ")[0] if o.rows[0].what else "its ops"
         backward = sum(p.compute_ps for p in o.rows if p.phase == "backward") / max(o.compute_ps, 1)
         phase = f", {backward:.0%} of it the backward pass" if backward >= 0.5 else ""
-        return (f"{head}: {share:.0%} of each step in its ops{phase}", fix_for("layer", name=o.name,
-                what=_WHAT.get(_category_of(ctx, o.name), "units or channels"), top=top), facts, "layer")
+        fix = layer_fix(o.name, cls, params if isinstance(params, int) else -1, _category_of(ctx, o.name), top)
+        return f"{head}: {share:.0%} of each step in its ops{phase}", fix, facts, "layer"
     if o.kind == "optimizer":
         facts = []
         if program.optimizer:
@@ -205,7 +205,8 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
             facts.append(fact("constraints applied after each update", "; ".join(program.constrained)))
         extras = ", ".join(program.optimizer_extras + tuple(f"constraint {c}" for c in program.constrained))
         key = "optimizer_extras" if extras else ("optimizer_jax" if ctx.jax else "optimizer")
-        return (f"Optimizer {o.name}: {share:.0%} of each step updating the weights", fix_for(key, extras=extras),
+        return (f"Optimizer {o.name}: {share:.0%} of each step updating the weights",
+                fix_for(key, "cpu" if ctx.on_cpu else "any", extras=extras),
                 facts, "optimizer")
     if o.kind == "metric":
         configs = [program.metric_configs.get(m, m) for m in program.metrics] or [o.name]
@@ -218,7 +219,7 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
     if o.kind == "loss":
         return (f"Loss {o.name}: {share:.0%} of each step", fix_for("loss", name=o.name), [], "loss")
     if o.kind == "debug":
-        entry = known(o.name, ctx.jax)
+        entry = known(o.name, ctx.xla)
         facts = [fact("what puts it there", entry.why)] if entry else []
         where = sorted({e.name.rsplit("/", 1)[0] for e in ctx.table if e.type == o.name and "/" in e.name})[:3]
         if where:
@@ -239,10 +240,6 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
             fix_for("outside_layers", "torch" if ctx.torch else "any"),
             [fact("owner", "the step function's own ops outside every layer, loss, metric and optimizer scope")],
             "step")
-
-
-_WHAT = {"convolution": "filters, a smaller kernel, or a depthwise-separable convolution",
-         "matmul": "units", "reshape": "large reshapes (GlobalAveragePooling2D instead of Flatten)"}
 
 
 def _category_of(ctx: Context, layer: str) -> str:

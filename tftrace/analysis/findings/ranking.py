@@ -36,18 +36,43 @@ def rank(found: list[Finding], step: int, noise_ps: int) -> list[Ranked]:
     """Findings in report order (see the module docstring); a tie keeps the order of the savings
     and says it is one, so a reader knows another capture may swap them."""
     priced = [f for f in found if f.basis != "none"]
-    now = [f for f in priced if step - f.step_if_removed_ps > LATER * step]
-    unpriced = sorted((f for f in found if f.basis == "none"), key=lambda f: (-f.share, f.id, f.title))
+    now = [f for f in priced if step - _then(f) > LATER * step]
     later = sorted((f for f in priced if f not in now), key=lambda f: (-f.share, f.id, f.title))
-    now.sort(key=lambda f: (-(step - f.step_if_removed_ps), -f.share, f.id, f.title))
-    ordered, ties = now, _ties(now, step, noise_ps)
-    out = [Ranked(f, tie_rank=ties.get(i, 0)) for i, f in enumerate(ordered)]
+    now.sort(key=lambda f: (-(step - _then(f)), -f.share, f.id, f.title))
+    ties = _ties(now, step, noise_ps)
+    ordered = [Ranked(f, tie_rank=ties.get(i, 0)) for i, f in enumerate(now)]
+    # A fix the trace cannot price goes where half its owner's time would put it (it removes part
+    # of what its owner holds, the trace cannot say how much); the model's own arithmetic after
+    # every priced fix: the arithmetic is needed, only the roofline can price what a fix saves.
+    unpriced = sorted((f for f in found if f.basis == "none"), key=lambda f: (-f.share, f.id, f.title))
+    out: list[Ranked] = []
+    for r in ordered:
+        while unpriced and _guess(unpriced[0], step) > step - _then(r.finding):
+            out.append(Ranked(unpriced.pop(0)))
+        out.append(r)
     out += [Ranked(f) for f in unpriced]
+    ordered = [r.finding for r in ordered]
     first = ordered[0].step_if_removed_ps if ordered else step
     for f in later:
         then = max(round(first - (f.removed_ps or f.share * step)), 0) if ordered else 0
         out.append(Ranked(f, bool(ordered), then))
     return out
+
+
+def _then(f: Finding) -> int:
+    """The step after the fix: as confirm measured it where it did (a fix that measured no gain
+    drops below those that pay), else as projected."""
+    return f.measured_step_ps if f.measured_step_ps is not None else f.step_if_removed_ps
+
+
+UNPRICED_PART = 0.5  # of an unpriced finding's share: where it ranks among the priced ones
+# Owners whose time is the model's own arithmetic: unpriced, they rank after every priced finding.
+ARITHMETIC = ("layer", "loss", "code", "step", "copy", "collective")
+
+
+def _guess(f: Finding, step: int) -> float:
+    """What an unpriced finding ranks as saving (never shown as a projection)."""
+    return 0.0 if f.kind in ARITHMETIC else UNPRICED_PART * f.share * step
 
 
 def _ties(now: list[Finding], step: int, noise_ps: int) -> dict[int, int]:
@@ -56,9 +81,9 @@ def _ties(now: list[Finding], step: int, noise_ps: int) -> dict[int, int]:
     ties: dict[int, int] = {}
     i = 0
     while i < len(now):
-        top = step - now[i].step_if_removed_ps
+        top = step - _then(now[i])
         j = i + 1
-        while noise_ps > 0 and j < len(now) and top - (step - now[j].step_if_removed_ps) <= noise_ps:
+        while noise_ps > 0 and j < len(now) and top - (step - _then(now[j])) <= noise_ps:
             j += 1
         if j - i > 1:
             ties.update({k: i + 1 for k in range(i, j)})

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tftrace.analysis.findings import (callbacks, compute, device_sync, eager, gaps, host_to_device, jit_compile,
                                        keras_calls, memory_room, op_by_op, per_call, pipeline, precision,
                                        python_function, recompile, regions, remainder, retracing, small_steps, stalls,
-                                       step_python, straggler)
+                                       step_python, straggler, xla_cpu)
 import dataclasses
 
 from tftrace.analysis.findings.base import MIN_SHARE, Finding, evidence_text, ms_fact
@@ -24,7 +24,7 @@ from tftrace.model.report import Bottleneck
 # Causes named from what the trace holds; each is independent of the others.
 CAUSES = (straggler.detect, per_call.detect, keras_calls.detect, retracing.detect, recompile.detect, jit_compile.detect,
           eager.detect, op_by_op.detect, precision.detect, device_sync.detect, host_to_device.detect, callbacks.detect,
-          stalls.detect, regions.detect, step_python.detect, pipeline.detect, compute.detect)
+          stalls.detect, regions.detect, step_python.detect, pipeline.detect, compute.detect, xla_cpu.detect)
 # Findings about the time the causes above left unexplained, in order: (detect, part it takes from).
 LEFTOVERS = ((python_function.detect, "host_overhead idle"), (small_steps.detect, "host_overhead idle"),
              (gaps.detect, "idle"), (remainder.detect, "host_overhead"))
@@ -46,7 +46,7 @@ def diagnose(ctx: Context) -> tuple[Bottleneck, ...]:
     step = round(ctx.per_step_ps)
     if ctx.tracer_ps:  # projections of the step the program runs, not of the traced one
         found, step = untraced(found, step, ctx.tracer_ps, _python_ps(ctx, step))
-    found = [checked(f, step) for f in found]
+    found = [checked(measured(f, step, ctx.measured.get(f.id)), step) for f in found]
     spread = noise(ctx.tl.iterations)
     out = []
     for i, r in enumerate(rank(found, step, spread), 1):
@@ -54,8 +54,22 @@ def diagnose(ctx: Context) -> tuple[Bottleneck, ...]:
         out.append(Bottleneck(i, f.kind, f.title, round(f.share, 4), f.evidence or evidence_text(f.facts), f.fix,
                               f.step_if_removed_ps, step, f.facts, r.after_first, r.step_once_first_fixed_ps,
                               id=f.id, projection_basis=f.basis, projection_how=f.how, part=f.part,
-                              floor_ps=f.floor_ps, tie_rank=r.tie_rank, noise_ps=spread if r.tie_rank else 0))
+                              floor_ps=f.floor_ps, tie_rank=r.tie_rank, noise_ps=spread if r.tie_rank else 0,
+                              measured_step_ps=f.measured_step_ps))
     return tuple(out)
+
+
+def measured(f: Finding, step: int, saved_ps: int | None) -> Finding:
+    """`f` with the step confirm measured with its fix applied; a finding the trace could not
+    price takes the measured step as its projection."""
+    if saved_ps is None:
+        return f
+    step_then = min(max(step - saved_ps, 0), step)
+    if f.basis in ("", "none"):
+        how = f"confirm applied the fix to a copy of the model and timed it: {saved_ps / 1e9:.3g} ms less per step"
+        return dataclasses.replace(f, measured_step_ps=step_then, step_if_removed_ps=step_then, basis="measured",
+                                   how=how, floor_ps=0)
+    return dataclasses.replace(f, measured_step_ps=step_then)
 
 
 def _python_ps(ctx: Context, step: int) -> float:

@@ -11,7 +11,7 @@ from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.findings.host_calls import host_call_fact
 from tftrace.analysis.findings.per_call import predict_python
-from tftrace.analysis.findings.where import hottest_fact
+from tftrace.analysis.findings.where import framework_of, hottest_fact
 
 _OP_OWNERS = ("layer", "optimizer", "metric", "regularizer", "loss", "code", "step", "copy", "collective", "debug")
 DISPATCH_SHARE = 0.5  # of the unexplained host time: op dispatch must hold this much to be named as its owner
@@ -34,7 +34,8 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     if dispatch is not None and not where:
         title, facts = dispatch
         kind = "device_idle" if device else "host_overhead"
-        fix = fix_for("dispatch", "torch" if ctx.torch else "jax" if ctx.jax else ctx.loop)
+        fix = fix_for("dispatch", "torch" if ctx.torch else "jax" if ctx.jax else
+                      ("custom" if ctx.loop == "custom" else "keras") + ("_cpu" if ctx.on_cpu else ""))
         p = projection.dispatch(ctx, rest * ctx.wall_ps, "the host's time between op runs, scheduling them")
         return [Finding(kind, title, rest, (pct_fact(lead, rest), *facts), fix, p.step_ps,
                         "host_overhead", subject="dispatch", **p.fields())]
@@ -46,9 +47,16 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
                         fix_for("device_idle", "torch" if ctx.torch else "any"),
                         ctx.projected(rest * ctx.wall_ps), "host_overhead", subject=_function(in_fn) or "host",
                         **projection.unknown(ctx, _UNPRICED).fields())]
-    title = ("Python time inside steps" + in_fn) if in_fn and where else "Framework time inside steps, outside any op"
-    subject = _function(in_fn) if in_fn and where else "framework"
-    return [Finding("host_overhead", title, rest, facts, fix_for("host_overhead", "torch" if ctx.torch else "any"),
+    framework = framework_of(ctx, ("inside steps",)) if in_fn and where else ""
+    if framework:  # the framework's own Python (TensorFlow's call into its runtime): its time, not a function to fix
+        title = f"{framework} running the step, outside any op{in_fn.replace(' in ', ' (in ', 1)})"
+        subject = "framework"
+    else:
+        title = ("Python time inside steps" + in_fn) if in_fn and where else "Framework time inside steps, outside any op"
+        subject = _function(in_fn) if in_fn and where else "framework"
+    variant = "torch" if ctx.torch else "_".join(w for w in ("captured" if ctx.captured else "",
+                                                                 "cpu" if ctx.on_cpu else "") if w) or "any"
+    return [Finding("host_overhead", title, rest, facts, fix_for("host_overhead", variant),
                     ctx.projected(rest * ctx.wall_ps), "host_overhead", subject=subject,
                     **projection.unknown(ctx, _UNPRICED).fields())]
 
