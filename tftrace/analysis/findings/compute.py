@@ -120,7 +120,7 @@ def _projection(ctx: Context, o: _Owner, kind: str, facts: list) -> projection.P
         return _paced_projection(ctx, projection.removed(ctx, run.share * o.wall_ps * ctx.n,
                                                          f"layer {o.name}'s {run.title.split(' of it ', 1)[-1]} "
                                                          f"({run.share:.0%} of its op time) and their dispatch"))
-    if kind in _REMOVED or (o.kind == "step" and any(e.layer for e in ctx.table)):
+    if kind in _REMOVED or (o.kind == "step" and any(e.layer for e in ctx.table) and not _model_like(ctx)):
         return _paced_projection(ctx, projection.removed(ctx, o.wall_ps * ctx.n, f"{_words(o)}'s ops and their dispatch"))
     if kind == "while_loop":  # vectorised, its arithmetic stays: what goes is running it op by op
         return _paced_projection(ctx, projection.dispatch(ctx, (o.wall_ps - o.compute_ps) * ctx.n,
@@ -139,6 +139,21 @@ def _projection(ctx: Context, o: _Owner, kind: str, facts: list) -> projection.P
     return projection.unknown(ctx, f"{_words(o)}'s ops are the model's own arithmetic: the trace cannot say what they "
                                    "should cost without their FLOPs and the device's peak; the fix changes the model, "
                                    "so time it (TraceCallback(confirm=True), or the changed model against this one)")
+
+
+def _model_like(ctx: Context) -> bool:
+    """Do the ops outside every scope (layer, loss, optimizer, metric) do much of the model's kind
+    of arithmetic (matmuls and convolutions: MODEL_LIKE of their time)? Then they are likely the
+    model itself, in scopes this trace does not name as layers (a TF1, Hub or vendor-fused model),
+    not a custom step's own work to take out (an SVD, a monitor's statistics)."""
+    outside = [e for e in ctx.table if not e.layer and e.category not in _SCOPED]
+    total = sum(e.self_ps for e in outside)
+    arithmetic = sum(e.self_ps for e in outside if e.category in ("matmul", "convolution"))
+    return total > 0 and arithmetic >= MODEL_LIKE * total
+
+
+MODEL_LIKE = 0.3
+_SCOPED = ("input", "transfer", "collective", "optimizer", "loss")
 
 
 WIDER = 2.0  # float64 against float32 arithmetic on the same device: at least twice the time

@@ -65,10 +65,11 @@ def detect(ctx: Context) -> list[Finding]:
     else:
         title = f"Device-to-host sync every step ({read}): the host waits {waited.sum() / n / 1e9:.2f} ms per step"
     fix = fix_for("device_sync", "keras" if keras else "custom", read=read)
-    p = projection.Projection(ctx.projected(float(saved.sum())), "overlap",
+    step = ctx.projected(float(saved.sum()))
+    p = projection.Projection(step, "overlap",
                               f"the host's other work ({other_host.sum() / n / 1e9:.3g} ms per step) runs while the "
                               f"device computes ({busy.sum() / n / 1e9:.3g} ms), not after it: the step less the shorter "
-                              "of the two in each step")
+                              "of the two in each step, the longer setting it", step)
     return [Finding("device_sync", title, share, facts, fix, p.step_ps, "host_overhead", subject=read, **p.fields())]
 
 

@@ -109,9 +109,11 @@ def detect(ctx: Context) -> list[Finding]:
         facts_wait = (pct_fact(f"share of step time the device runs nothing while the host waits in {waits_in}", wait),
                       ms_fact("per step", tl.input_wait.sum() / ctx.n))
         head = title if ctx.torch else "Device idle while the host waits for input data" + title[len("Input pipeline"):]
-        p = projection.Projection(ctx.projected(tl.input_wait.sum()), "overlap",
+        step = ctx.projected(tl.input_wait.sum())
+        p = projection.Projection(step, "overlap",
                                   f"the step less the device's wait for input ({ms(tl.input_wait.sum() / ctx.n)} per "
-                                  "step): the batch ready when the step starts")
+                                  "step): the batch ready when the step starts, the model's step setting the pace",
+                                  step)
         out.append(Finding("input", head,
                            wait, facts_wait + facts + where, fix, p.step_ps, "host_overhead",
                            subject=_subject(ctx, kinds), **p.fields()))
@@ -167,9 +169,11 @@ def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str, waits_
                                   f"model's: the step no shorter than both spread over the {cores} cores",
                                   round(floor / ctx.n))
     elif kinds and kinds[0][0] == "python":  # its stage time is mostly waiting for the GIL: no CPU floor to state
-        p = projection.Projection(ctx.projected(removed), "overlap",
+        step = ctx.projected(removed)
+        p = projection.Projection(step, "overlap",
                                   f"the step less its wait for input ({ms(tl.input.sum() / ctx.n)} per step): the "
-                                  "Python run in workers beside the model, so the batch is ready when the step starts")
+                                  "Python run in workers beside the model, so the batch is ready when the step "
+                                  "starts and the model's step sets the pace", step)
     else:
         p = projection.removed(ctx, removed, "the wait for input and the cores' time the pipeline takes from the "
                                "model's ops")

@@ -41,9 +41,9 @@ def rank(found: list[Finding], step: int, noise_ps: int) -> list[Ranked]:
     now.sort(key=lambda f: (-(step - _then(f)), -f.share, f.id, f.title))
     ties = _ties(now, step, noise_ps)
     ordered = [Ranked(f, tie_rank=ties.get(i, 0)) for i, f in enumerate(now)]
-    # A fix the trace cannot price goes where half its owner's time would put it (it removes part
-    # of what its owner holds, the trace cannot say how much); the model's own arithmetic after
-    # every priced fix: the arithmetic is needed, only the roofline can price what a fix saves.
+    # An unpriced cause goes where half its owner's time would put it (its fix removes part of
+    # what the owner holds, the trace cannot say how much); other unpriced findings after every
+    # priced one (see GUESSED).
     unpriced = sorted((f for f in found if f.basis == "none"), key=lambda f: (-f.share, f.id, f.title))
     out: list[Ranked] = []
     for r in ordered:
@@ -65,14 +65,17 @@ def _then(f: Finding) -> int:
     return f.measured_step_ps if f.measured_step_ps is not None else f.step_if_removed_ps
 
 
-UNPRICED_PART = 0.5  # of an unpriced finding's share: where it ranks among the priced ones
-# Owners whose time is the model's own arithmetic: unpriced, they rank after every priced finding.
-ARITHMETIC = ("layer", "loss", "code", "step", "copy", "collective")
+UNPRICED_PART = 0.5  # of an unpriced cause's share: where it ranks among the priced ones
+# Unpriced findings that name a cause whose fix removes much of what its owner holds (XLA's CPU
+# runtime turned off): ranked by half their share. Every other unpriced finding (the model's own
+# arithmetic, a symptom such as framework time or a device idling, a call's start-up) ranks after
+# every priced one.
+GUESSED = ("xla_cpu",)
 
 
 def _guess(f: Finding, step: int) -> float:
     """What an unpriced finding ranks as saving (never shown as a projection)."""
-    return 0.0 if f.kind in ARITHMETIC else UNPRICED_PART * f.share * step
+    return UNPRICED_PART * f.share * step if f.kind in GUESSED else 0.0
 
 
 def _ties(now: list[Finding], step: int, noise_ps: int) -> dict[int, int]:
