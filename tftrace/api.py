@@ -92,6 +92,19 @@ def whatif(path: str | Report, finding_ids: list[str] | tuple[str, ...]):
     return _versioned(what_if(one_run(path), finding_ids))
 
 
+def owners(path: str | Report):
+    """Each run's owners table (who in the program holds each part of a step)."""
+    from tftrace.analysis.answers.tables import owners_of
+    return _versioned(owners_of(path if isinstance(path, Report) else report_of(path)))
+
+
+def roofline(path: str | Report, top: int | None = DEFAULT_TOP):
+    """The cost figures each run's report holds: the `top` ops' FLOPs and bytes, the devices' peaks,
+    FLOPs per step and MFU (None where the trace cannot say)."""
+    from tftrace.analysis.answers.tables import roofline_of
+    return _versioned(roofline_of(path if isinstance(path, Report) else report_of(path), top))
+
+
 def report_of(path: str) -> Report:
     """Every op kept (explain needs them all): a path analysed, or a saved JSON report read back."""
     return _saved_report(path) if path.endswith(".json") else analyze(path, top=None)

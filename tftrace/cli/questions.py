@@ -12,7 +12,8 @@ import typer
 from tftrace.cli.commands import CommandError, OutputOpt, PathArg, _command, _text_width, _write
 
 AnswerFormat = Literal["text", "json"]
-Schema = Literal["all", "report", "diff", "findings", "explain", "whatif", "spilled", "error"]
+Schema = Literal["all", "report", "diff", "findings", "explain", "whatif", "owners", "roofline", "captured", "spilled",
+                 "error"]
 FormatOpt = Annotated[AnswerFormat, typer.Option("--format", "-f", metavar="FORMAT", help="Output format: text, json.")]
 MaxBytesOpt = Annotated[int, typer.Option("--max-bytes", min=1, metavar="N", help=(
     "Print at most N bytes: a larger answer is written to a file named by its content, and its path printed."))]
@@ -63,7 +64,7 @@ def _whatif(
 @_command("schema", "Print the JSON Schema (draft 2020-12) of what --format json writes.")
 def _schema(
     name: Annotated[Schema, typer.Argument(metavar="[NAME]", help="all (default), report, diff, findings, explain, "
-                                           "whatif, spilled or error.")] = "all",
+                                           "whatif, owners, roofline, captured, spilled or error.")] = "all",
     output: OutputOpt = None,
 ) -> int:
     from tftrace.api import schema

@@ -126,6 +126,76 @@ class WhatIf(_Json):
 
 
 @dataclass(frozen=True)
+class RunOwners:
+    path: str
+    name: str
+    step_ps: int  # the mean iteration (a step and the gap after it) the rows add up to
+    owners: tuple[OwnerRow, ...] = ()
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Owners(_Json):
+    """Each run's owners: who in the program holds each part of a step, largest first."""
+
+    runs: tuple[RunOwners, ...]
+    tftrace_version: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class CostRow:
+    """An op's time and, where the trace or the cost model says, its FLOPs and bytes (totals over the trace)."""
+
+    name: str
+    type: str
+    device: str
+    count: int
+    self_ps: int
+    flops: float | None
+    bytes_accessed: float | None
+
+
+@dataclass(frozen=True)
+class DevicePeak:
+    host: str
+    device: str
+    peak_flops_per_s: float | None
+    peak_bytes_per_s: float | None
+
+
+@dataclass(frozen=True)
+class RunRoofline:
+    path: str
+    name: str
+    flops_per_step: float | None  # the model's FLOPs in one step; None where unknown
+    mfu: float | None  # model FLOPs / step time / the devices' peak; None where unknown
+    devices: tuple[DevicePeak, ...] = ()
+    ops: tuple[CostRow, ...] = ()  # the ops the report lists, most self time first
+    known: bool = False  # some op, device or the run has a cost figure
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Roofline(_Json):
+    """The cost figures each run's report holds (null where the trace cannot say)."""
+
+    runs: tuple[RunRoofline, ...]
+    tftrace_version: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class Captured(_Json):
+    """What `tftrace capture` (the MCP capture tool) wrote."""
+
+    run_dir: str
+    captured: tuple[str, ...]  # the hosts captured
+    failed: tuple[str, ...]  # `address: why`, one per server that could not be captured
+    schema_version: int = SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
 class SpilledFile:
     path: str
     bytes: int
