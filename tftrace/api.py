@@ -74,7 +74,7 @@ def explore(path: str, host: str | None = None):
 def findings(path: str | Report):
     """Each run's ranked findings, compact (`tftrace findings`): id, projection, basis and fix.
     `path` may also be a Report already made."""
-    from tftrace.analysis.answers.findings import list_findings
+    from tftrace.analysis.answers.ranked import list_findings
     return _versioned(list_findings(path if isinstance(path, Report) else report_of(path)))
 
 
@@ -94,14 +94,14 @@ def whatif(path: str | Report, finding_ids: list[str] | tuple[str, ...]):
 
 def owners(path: str | Report):
     """Each run's owners table (who in the program holds each part of a step)."""
-    from tftrace.analysis.answers.tables import owners_of
+    from tftrace.analysis.answers.run_tables import owners_of
     return _versioned(owners_of(path if isinstance(path, Report) else report_of(path)))
 
 
 def roofline(path: str | Report, top: int | None = DEFAULT_TOP):
     """The cost figures each run's report holds: the `top` ops' FLOPs and bytes, the devices' peaks,
     FLOPs per step and MFU (None where the trace cannot say)."""
-    from tftrace.analysis.answers.tables import roofline_of
+    from tftrace.analysis.answers.run_tables import roofline_of
     return _versioned(roofline_of(path if isinstance(path, Report) else report_of(path), top))
 
 

@@ -20,7 +20,7 @@ MaxBytesOpt = Annotated[int, typer.Option("--max-bytes", min=1, metavar="N", hel
 
 
 def _answer(answer, fmt: str, name: str, output: Optional[str], max_bytes: int) -> int:
-    from tftrace.render.answers import render_answer
+    from tftrace.render.answer_text import render_answer
     text = render_answer(answer, fmt, width=_text_width(output))
     if output is None:
         from tftrace.spill import spill
@@ -79,7 +79,7 @@ def _mcp(
                                                 "`tftrace capture` against profiler servers you name).")] = False,
 ) -> int:
     try:
-        from tftrace.mcp.server import serve
+        from tftrace.mcp.tools import serve
     except ImportError as e:
         raise CommandError(f"tftrace mcp needs the mcp package: pip install \"tftrace[mcp]\" ({e})") from None
     if sys.stdin.isatty():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from tftrace.analysis.classify import LOSS_SCOPES, METRIC_SCOPES, OPTIMIZER_SCOPES, UNIQUE_SUFFIX
-from tftrace.analysis.compare.findings import finding_deltas, verdict
+from tftrace.analysis.compare.finding_status import finding_deltas, verdict
 from tftrace.analysis.compare.gate import speed_gate
 from tftrace.analysis.compare.significance import compare_steps
 from tftrace.analysis.compare.peaks import memory_deltas
