@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
 from conftest import ROOT, run_cli, sample
-from tftrace.analysis.findings.base import MIN_SHARE
 
 pytest.importorskip("tensorflow")
 pytestmark = pytest.mark.slow
 CAUSE = "callback/batchstats.on_train_batch_end"
+CLEAR = 0.1  # a finding this large is in every capture of the program
 
 
 def capture(logdir, *flags: str) -> str:
@@ -43,15 +44,20 @@ def captures(tmp_path_factory):
 
 
 def test_two_captures_of_one_program_get_the_same_ids(captures):
-    """Every finding clear of the 3% cut in one capture has its id in the other (one near the cut
-    may be shown in one capture only: its share, not its id, moved)."""
+    """The same cause gets the same id. Which findings clear the 3% cut moves with the machine's load
+    (this one is shared), so: the top finding is the same, every finding of a tenth of the step in one
+    capture is in the other, and no two ids differ only by a number (a `_1` suffix, a thread or step
+    number would make them drift)."""
     first, second, _ = captures
     a, b = findings(first), findings(second)
     assert next(iter(a)) == next(iter(b)) == CAUSE
     for this, other in ((a, b), (b, a)):
-        clear = {i for i, share in this.items() if share >= 2 * MIN_SHARE}
+        clear = {i for i, share in this.items() if share >= CLEAR}
         assert clear <= set(other), (a, b)
-    assert len(set(a) & set(b)) >= 2
+    digitless = {}
+    for i in {*a, *b}:
+        digitless.setdefault(re.sub(r"\d+", "", i), set()).add(i)
+    assert all(len(v) == 1 for v in digitless.values()), digitless
     assert CAUSE in ids(sample("zoo", "slow_callback"))  # the zoo's own capture, made on another day, too
 
 
@@ -63,4 +69,4 @@ def test_diff_marks_the_planted_cause_resolved_after_its_fix(captures):
     assert status[CAUSE] == "resolved"
     assert data["verdict"]["speed"] == "faster" and data["verdict"]["resolved"] >= 1
     same = json.loads(run_cli("diff", first, second, "-f", "json", check=True).stdout)
-    assert {f["status"] for f in same["findings"]} == {"persisting"}
+    assert {f["id"]: f["status"] for f in same["findings"]}[CAUSE] == "persisting"

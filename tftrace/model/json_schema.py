@@ -79,7 +79,7 @@ def _type(hint, defs: dict, rename: str = "") -> dict:
 
 def field_notes(cls: type) -> dict[str, str]:
     """Each field's comment in the class's source: the comment on its line (and the comment lines
-    that continue it, in lower case), else the comment lines just above it. Empty where the source is not there."""
+    that go on with its sentence, in lower case), else the comment lines just above it. Empty where the source is not there."""
     try:
         lines = inspect.getsource(cls).splitlines()
     except (OSError, TypeError):
@@ -90,8 +90,8 @@ def field_notes(cls: type) -> dict[str, str]:
     for line in lines[1:]:
         comment = _COMMENT.match(line)
         if comment:
-            if comment.group(1)[:1].isupper():  # a capital starts a block about the next field
-                last = ""
+            if not (comment.group(1)[:1].islower() or comment.group(1)[:1] in "(,;"):
+                last = ""  # not a sentence going on: a block about the next field
             if last:
                 notes[last] += " " + comment.group(1).strip()
             else:
