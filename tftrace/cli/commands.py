@@ -294,14 +294,13 @@ def run(argv: Optional[list] = None) -> int:
     from tftrace.cli.values import install
     from tftrace.model.errors import TftraceError
     global _JSON_ERRORS
-    args = sys.argv[1:] if argv is None else list(argv)
-    _JSON_ERRORS = wants_json(args)
+    _JSON_ERRORS = wants_json(sys.argv[1:] if argv is None else list(argv))
     command = typer.main.get_command(app)
     install(command)  # typer would import pydantic to convert the values: 0.1 s
     try:
         # standalone_mode=False: usage errors come back here as exceptions instead of typer's
         # boxed panels, so every error is one line; --help, --version and completion return 0.
-        code = command.main(args=args, prog_name="tftrace", standalone_mode=False)
+        code = command.main(args=argv, prog_name="tftrace", standalone_mode=False)
     except typer.TyperException as e:  # a wrong option, a missing argument, a bad value
         return _fail("usage", _usage_error(e), 2)
     except CommandError as e:
