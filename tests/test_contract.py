@@ -141,3 +141,19 @@ def test_without_format_json_an_error_stays_one_line_on_stderr():
     proc = run_cli("findings", "/no/such/logdir")
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("tftrace: error: ") and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_ids_name_what_a_finding_is_about_without_line_numbers():
+    """A line number moves when the file is edited (the fix included): the id keeps the file and the
+    function; a second finding about the same thing gets `~2`."""
+    from tftrace.analysis.findings.ids import finding_ids
+    from tftrace.model.finding import Finding
+
+    def f(kind: str, subject: str) -> Finding:
+        return Finding(kind, "title", 0.1, (), "fix", 0, subject=subject)
+
+    assert finding_ids([f("code", "loss_fn (train.py:68)"), f("code", "loss_fn (train.py:75)"),
+                        f("callback", "SlowCallback.on_train_batch_end"), f("eager", ""),
+                        f("device_sync", "np.asarray(x)")]) == [
+        "code/loss_fn-train.py", "code/loss_fn-train.py~2", "callback/slowcallback.on_train_batch_end", "eager",
+        "device_sync/np.asarray-x"]
