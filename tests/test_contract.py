@@ -94,6 +94,10 @@ def test_diff_json_validates_and_matches_findings_by_id():
     assert "callback/batchstats.on_train_batch_end" in v["text"]
     text = run_cli("diff", sample("zoo", "slow_callback"), sample("zoo", "heavy_layer"), check=True).stdout
     assert "resolved: callback/batchstats.on_train_batch_end" in text
+    from tftrace.render.diff import render_diff
+    result = api.diff(sample("zoo", "slow_callback"), sample("zoo", "heavy_layer"))
+    assert 'data-table="findings"' in render_diff(result, "html")
+    assert "| callback/batchstats.on\\_train\\_batch\\_end | resolved |" in render_diff(result, "markdown")
 
 
 def test_a_report_saved_before_findings_had_ids_still_diffs():
