@@ -363,6 +363,17 @@ _FIXES = {
 }
 
 
+def fix_table() -> dict[str, dict[str, str]]:
+    """Every cause's fix per loop, as written here (placeholders such as `{fn}` unfilled): for the
+    skill's reference pages (skills/generate.py)."""
+    return {cause: dict(texts) for cause, texts in _FIXES.items()}
+
+
+def pipeline_table() -> tuple[tuple[str, str, str], ...]:
+    """The tf.data fixes: (the work they are for, what the pipeline must lack, the fix)."""
+    return _PIPELINE
+
+
 def fix_for(cause: str, loop: str = "any", **names) -> str:
     """The fix paragraph for a cause in a loop (falling back to the cause's general one); the
     knowledge table's causes (owners/knowledge.py) by framework (`loop` "jax" or any other)."""

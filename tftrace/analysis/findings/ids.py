@@ -7,6 +7,9 @@ from __future__ import annotations
 import re
 
 _UNSAFE = re.compile(r"[^a-z0-9_.:\-]+")
+# A line number after a file name (`loss_fn (train.py:68)`): editing the file, the fix included, moves
+# it, and the finding must keep its id across that edit; the file and the function stay.
+_LINE = re.compile(r"(\.[A-Za-z]\w*):\d+")
 
 
 def slug(text: str) -> str:
@@ -20,7 +23,8 @@ def finding_ids(findings) -> list[str]:
     order given (the detectors' order, which does not depend on times)."""
     out, seen = [], {}
     for f in findings:
-        base = f"{slug(f.kind)}/{slug(f.subject)}" if slug(f.subject) else slug(f.kind)
+        subject = slug(_LINE.sub(r"\1", f.subject))
+        base = f"{slug(f.kind)}/{subject}" if subject else slug(f.kind)
         seen[base] = seen.get(base, 0) + 1
         out.append(base if seen[base] == 1 else f"{base}~{seen[base]}")
     return out
