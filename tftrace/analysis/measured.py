@@ -1,4 +1,4 @@
-"""What confirm's what-ifs measured (capture/whatif.py): per finding id, how much the step fell
+"""What confirm's what-ifs measured (capture/timed_fixes.py): per finding id, how much the step fell
 with that finding's fix applied to a copy of the model, in picoseconds; the report sets each such
 finding's measured step beside its projection."""
 

@@ -36,7 +36,7 @@ def keras_call(model, call: str, n: int, budget_s: float | None = None, findings
     input's batches already take about 1.5 windows when input-bound (as slow as the window's
     steps, and half as many again untimed first), so the experiment stays near twice the window.
     `findings`: the captured run's top bottlenecks (id, kind, subject, recommendation): after a
-    fit, the fix of each that applies to a copy of the model is timed (capture/whatif.py).
+    fit, the fix of each that applies to a copy of the model is timed (capture/timed_fixes.py).
     """
     raw = new("step", call, n)
     min_s = MIN_TIMED_S if budget_s is None else min(MIN_TIMED_S, budget_s / 2)
@@ -66,8 +66,8 @@ def keras_call(model, call: str, n: int, budget_s: float | None = None, findings
         if call == "predict":
             raw.update(predict_alternatives(model, _features(batch), n, min_s / 4))
         elif call == "fit" and findings:
-            from tftrace.capture import whatif
-            raw["whatifs"] = whatif.run(model, batch, whatif.plans(findings, model), n)
+            from tftrace.capture import timed_fixes
+            raw["whatifs"] = timed_fixes.run(model, batch, timed_fixes.plans(findings, model), n)
     finally:
         snapshot.restore()
     return raw
