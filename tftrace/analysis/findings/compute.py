@@ -252,7 +252,7 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
         return (f"The model's ops, whose names carry no layer scope: {share:.0%} of each step",
                 fix_for("outside_layers"), [fact("owner", "no op of this trace names a layer scope")], "step")
     return (f"The step function's ops outside any layer: {share:.0%} of each step",
-            fix_for("outside_layers", "torch" if ctx.torch else "any"),
+            fix_for("outside_layers", "torch" if ctx.torch else "captured" if ctx.captured else "any"),
             [fact("owner", "the step function's own ops outside every layer, loss, metric and optimizer scope")],
             "step")
 

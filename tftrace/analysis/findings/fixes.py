@@ -292,6 +292,10 @@ _FIXES = {
                 "train_step's own work, a metric, a weight penalty, sample weighting): name them with "
                 "`tf.name_scope('...')` or capture with `tftrace.TraceCallback`, whose sidecar records the "
                 "program's configuration, so their owner is known; then make that work cheaper or run it less often."),
+        "captured": ("These ops run in the step function outside every layer, loss and optimizer scope, and the "
+                     "program's configuration names no metric or penalty that makes them (a custom train_step's own "
+                     "work, sample weighting): name them with `tf.name_scope('...')` to see what they are, then make "
+                     "that work cheaper or run it less often."),
         "torch": ("These ops run outside every layer's range: the loss, the backward pass (autograd runs it outside "
                   "the layers' calls), the optimizer and the train step's own work. Name a part with "
                   "`torch.profiler.record_function('...')` to see its owner; the backward pass shrinks with the "
