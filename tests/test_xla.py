@@ -48,6 +48,12 @@ def test_gpu_steps_are_the_captured_batches_and_the_bound_is_accepted(name):
     assert run.verdict.bound in GPU_TRUTH[name]["expected_bound"], (run.verdict.text, run.breakdown)
 
 
+# H200 programs whose fixed twin deletes the cause's work (jax_input makes its batch once, before
+# the loop), where the finding's fix overlaps it (the next batch loaded while the step runs): no
+# step can go below the loading, so the projection rests on that, above the twin's step.
+REMOVAL_TWINS = ("jax_input",)
+
+
 @pytest.mark.parametrize("name", sorted(GPU_CAUSE))
 def test_gpu_planted_cause_is_a_top_three_finding_with_a_near_projection(name):
     run = _run("gpu_jax", name)
@@ -59,6 +65,10 @@ def test_gpu_planted_cause_is_a_top_three_finding_with_a_near_projection(name):
         return
     ratio = truth["truth_fixed_ms"] / truth["truth_slow_ms"]
     projected = b.step_if_removed_ps / b.step_ps
+    if name in REMOVAL_TWINS:  # the twin removes what the finding's fix overlaps: the step keeps the loading
+        assert b.projection_basis == "overlap" and b.floor_ps > 0 and projected >= ratio, (b, ratio)
+        assert b.step_if_removed_ps >= b.floor_ps
+        return
     # Where JAX's Python tracer ran (keras_small_steps: 2.4x the untraced step), the projection is
     # of the step less the tracer's estimated cost.
     assert _close(projected, ratio), (projected, ratio, b.title)

@@ -12,6 +12,7 @@ from tftrace.analysis.eager_layers import eager_layers
 from tftrace.analysis.confirmation import interpret, measured_verdict
 from tftrace.analysis.findings import Context, diagnose, memory_findings
 from tftrace.analysis.input import ranked_pipeline, stage_totals
+from tftrace.analysis.measured import savings
 from tftrace.analysis.memory.allocators import allocators
 from tftrace.analysis.ops import OpEntry, merge_tables, op_stats, op_table
 from tftrace.analysis.overhead import overhead
@@ -130,7 +131,7 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
     ctx = Context(trace=timed, steps=steps, tl=tl, breakdown=_parts(tl), profiler=own, overhead=ov, ops=stats, table=table,
                   pipeline=pipeline, mode=mode, eager=eager, loop=_loop(timed, steps, mode), python=python,
                   hosts=tuple(views), load=judged.load, paced=judged.paced, bound=judged.verdict.bound,
-                  memory=memory_rows)
+                  memory=memory_rows, measured=savings(timed.experiment))
     found = diagnose(ctx)
     pace = untraced_pace(timed.sidecar, tl, own)
     summary = _steps_summary(steps, tl, own, timed.hosts[0] if views else "", pace)

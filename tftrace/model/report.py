@@ -16,7 +16,12 @@ from tftrace.model.roofline import Roofline
 from tftrace.model.step_view import StepView
 from tftrace.model.tables import TABLES
 
-SCHEMA_VERSION = 1
+# The JSON contract's version (docs/json.md): it rises whenever keys are added, and a report keeps
+# every key of the versions before it, so any version up to this one reads back (from_dict), the
+# keys it lacks taking their defaults. 2: findings' id, projection basis and how, part, floor and
+# measured step; ops' FLOPs and bytes, layers' FLOPs per step, devices' peaks, a run's FLOPs per step
+# and MFU; a diff's findings and verdict.
+SCHEMA_VERSION = 2
 DEFAULT_TOP = 15  # ops, layers, categories and Python rows a report lists unless asked for more
 SIDES = ("all", "host", "device")  # which ops the op table lists
 BOUNDS = ("input", "compute", "host_overhead", "idle", "unknown")
@@ -135,6 +140,10 @@ class Bottleneck:
     # the work at the reachable efficiency); 0 where the projection has no such floor.
     floor_ps: int = 0
     measured_step_ps: int | None = None  # the step with this fix applied, timed untraced by confirm; None if not
+    # Findings whose savings lie within the run's step-to-step noise (`noise_ps`) of each other are
+    # a tie: each names the rank of its tie's first (0: not tied).
+    tie_rank: int = 0
+    noise_ps: int = 0
 
 
 @dataclass(frozen=True)
@@ -332,8 +341,11 @@ class Report(HtmlDisplay):
     def from_dict(cls, data: dict) -> "Report":
         if not isinstance(data, dict) or "runs" not in data:
             raise ReportError("not a tftrace report: no 'runs' key")
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise ReportError(f"report schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
+        version = data.get("schema_version")
+        if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= SCHEMA_VERSION:
+            newer = isinstance(version, int) and version > SCHEMA_VERSION
+            raise ReportError(f"report schema_version {version!r} is not one this tftrace reads (1 to "
+                              f"{SCHEMA_VERSION})" + ("; it was written by a newer tftrace: upgrade" if newer else ""))
         try:
             return _from_json(cls, data)
         except (TypeError, ValueError, KeyError) as e:

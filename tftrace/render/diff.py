@@ -51,6 +51,10 @@ def _text(diff, color: bool, width: int) -> str:
     con.print()
     labelled(con, "median step time: ", f"{ms(st.baseline_ps)} ms -> {ms(st.candidate_ps)} ms ({st.delta_pct:+.1f}%), "
              f"{'significant' if st.significant else 'not significant'}: {escape(st.test)}", 2)
+    if diff.verdict.text:
+        labelled(con, "verdict: ", escape(diff.verdict.text), 2)
+    for f in diff.findings:
+        labelled(con, f"  {f.status}: ", escape(f"{f.id} ({f.title})"), 2)
     table = Table(title="Step time breakdown (per step)", title_justify="left", show_edge=False)
     for col in ("part", "baseline", "candidate", "delta", "baseline ms", "candidate ms"):
         table.add_column(col, justify="left" if col == "part" else "right")
@@ -131,6 +135,11 @@ def _markdown(diff) -> str:
             f"**{_cell(diff.summary)}**", "",
             f"Median step time {ms(st.baseline_ps)} ms -> {ms(st.candidate_ps)} ms ({st.delta_pct:+.1f}%), "
             f"{'significant' if st.significant else 'not significant'} ({_cell(st.test)}).", ""]
+    if diff.verdict.text:
+        out += [f"Verdict: {_cell(diff.verdict.text)}.", ""]
+    if diff.findings:
+        out += _table(["finding", "status", "baseline rank", "candidate rank", "title"],
+                      [(f.id, f.status, f.baseline_rank or "-", f.candidate_rank or "-", f.title) for f in diff.findings])
     out += [f"- {side} verdict: {_cell(text)}" for side, text in
             (("baseline", diff.baseline_verdict), ("candidate", diff.candidate_verdict)) if text]
     out += [""] if diff.baseline_verdict or diff.candidate_verdict else []

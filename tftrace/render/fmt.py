@@ -101,14 +101,31 @@ def where(op) -> str:
 
 
 def projection(b) -> str:
-    """'72.3 ms -> ~22.1 ms per step' for a bottleneck that carries a projection; for one that
-    saves nothing until the first is fixed, what it saves then."""
+    """'72.3 ms -> ~22.1 ms per step (removed)' for a bottleneck that carries a projection, with
+    what it rests on; for one the trace cannot price, that; for one that saves nothing until the
+    first is fixed, what it saves then; a tie, with the noise it lies within."""
     if not b.step_ps:
         return ""
+    basis = getattr(b, "projection_basis", "")
+    if basis == "none":
+        return "saves: not priced from the trace"
     if getattr(b, "after_first", False):
         return (f"saves nothing while #1 holds the step; once #1 is fixed: ~{ms(b.step_once_first_fixed_ps)} ms "
                 "per step")
-    return f"{ms(b.step_ps)} ms -> ~{ms(b.step_if_removed_ps)} ms per step"
+    out = f"{ms(b.step_ps)} ms -> ~{ms(b.step_if_removed_ps)} ms per step" + (f" ({basis})" if basis else "")
+    if getattr(b, "tie_rank", 0) and b.tie_rank != b.rank:
+        out += f"; tied with #{b.tie_rank} within {ms(b.noise_ps)} ms of noise"
+    return out
+
+
+def projection_how(b) -> str:
+    """How the projection was made (or why there is none), and the step confirm measured with the
+    fix applied, where it did."""
+    how = getattr(b, "projection_how", "")
+    measured = getattr(b, "measured_step_ps", None)
+    if measured is not None:
+        how = (how + "; " if how else "") + f"measured with the fix applied: {ms(measured)} ms per step"
+    return how
 
 
 def tail(name: str, limit: int) -> str:

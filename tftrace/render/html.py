@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tftrace.render.html_flame import flame_chart
-from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, owner_cells, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
+from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, projection_how, owner_cells, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
                                 params, pct, projection, where)
 from tftrace.render.html_memory import memory_html
 from tftrace.render.html_charts import (LAYER_COLOR, PART_COLORS, category_color, esc,
@@ -129,7 +129,9 @@ def _bottlenecks(items) -> str:
             + (f'<small class="gain">{esc(projection(x))}</small>' if projection(x) else "") + '</span></div>'
             f'<div class="meter"><span style="width:{min(x.share, 1) * 100:.2f}%;background:{color}"></span></div>'
             f'<p><span class="tag">evidence</span><span>{_rich(x.evidence)}</span></p>'
-            f'<p><span class="tag fix">fix</span><span>{_rich(x.recommendation)}</span></p></div></li>')
+            f'<p><span class="tag fix">fix</span><span>{_rich(x.recommendation)}</span></p>'
+            + (f'<p><span class="tag">projection</span><span>{esc(projection_how(x))}</span></p>'
+               if projection_how(x) else "") + '</div></li>')
     return '<h3>Bottlenecks</h3><ol class="bottlenecks">' + "".join(cards) + "</ol>"
 
 

@@ -36,7 +36,8 @@ def render_diff_fragment(diff) -> str:
 
 
 def _body(diff) -> str:
-    sections = [_headline(diff), _gate(diff), _sides(diff), _distribution(diff), _breakdown(diff), _experiment(diff),
+    sections = [_headline(diff), _gate(diff), _sides(diff), _findings(diff), _distribution(diff), _breakdown(diff),
+                _experiment(diff),
                 _hosts(diff), _rates(diff),
                 memory_delta_html(diff.memory),
                 _deltas("Owners", "owners-delta", diff.owners), _deltas("Categories", "categories-delta", diff.categories),
@@ -133,6 +134,19 @@ def _input_wait(diff) -> str:
         return ""
     return (f'<p class="muted">device idle waiting for input (in host overhead): {pct(w.baseline)} -&gt; '
             f"{pct(w.candidate)} ({ms(w.baseline_ps)} ms -&gt; {ms(w.candidate_ps)} ms per step)</p>")
+
+
+def _findings(diff) -> str:
+    """Each finding of either run by id: resolved, new or persisting, under the diff's verdict."""
+    if not diff.findings and not diff.verdict.text:
+        return ""
+    rows = "".join(f'<tr><td><span class="mono">{esc(f.id)}</span></td><td>{esc(f.status)}</td>'
+                   f"<td>{f.baseline_rank or '-'}</td><td>{f.candidate_rank or '-'}</td><td>{esc(f.title)}</td></tr>"
+                   for f in diff.findings)
+    table = ('<div class="table-box"><table data-table="findings"><thead><tr><th>finding</th><th>status</th>'
+             f"<th>baseline rank</th><th>candidate rank</th><th>title</th></tr></thead><tbody>{rows}</tbody></table></div>"
+             if rows else "")
+    return f'<div class="card"><h3>Findings</h3><p>{esc(diff.verdict.text)}</p>{table}</div>'
 
 
 def _hosts(diff) -> str:

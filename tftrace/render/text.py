@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
-from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, less_profiler, owner_cells, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
+from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, projection_how, less_profiler, owner_cells, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
                                 params, pct, projection, tail, where, work_line)
 from tftrace.render.text_memory import memory_section
 from tftrace.render.wrap import breaks, labelled, say
@@ -120,6 +120,8 @@ def _bottlenecks(console: Console, items) -> None:
         inner = _INDENT + len(head)  # evidence and fix sit under the title
         labelled(console, "evidence: ", escape(b.evidence), inner)
         labelled(console, "fix: ", escape(b.recommendation), inner)
+        if projection_how(b):
+            labelled(console, "projection: ", escape(projection_how(b)), inner)
 
 
 def _ops(console: Console, run) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 
 MIN_OPS = 10  # eager ops per step: fewer are the odd tensor made outside a compiled step, not eager execution
@@ -28,5 +29,8 @@ def detect(ctx: Context) -> list[Finding]:
     title = {"keras": "run_eagerly=True: the training step runs op by op",
              "custom": "Eager training step: ops dispatched one by one",
              "predict": "Eager execution: ops dispatched one by one"}[ctx.loop]
-    projected = round((ops_ps + ctx.tl.idle.sum()) / ctx.n)
-    return [Finding("eager", title, share, facts, fix_for("eager", ctx.loop), projected, "host_overhead")]
+    p = projection.kept(ctx, (ops_ps + ctx.tl.idle.sum()) / ctx.n, "dispatch",
+                        "its ops, its input wait and the gaps between steps: run as one graph, no op is dispatched "
+                        "from Python")
+    return [Finding("eager", title, share, facts, fix_for("eager", ctx.loop), p.step_ps, "host_overhead",
+                    subject="step", **p.fields())]

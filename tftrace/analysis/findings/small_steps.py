@@ -10,6 +10,7 @@ import numpy as np
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.calls import within
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.findings.op_by_op import jit_calls
 
@@ -42,9 +43,11 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     # On JAX each batch still makes its own jitted call, and the device runs its work: dispatched
     # asynchronously, the two overlap, and the longer sets the pace.
     kept = max(graph_ps, _device_ps(ctx)) if ctx.jax else graph_ps
-    projected = round(min(kept + ctx.tl.input.sum() / ctx.n, ctx.per_step_ps))
+    p = projection.kept(ctx, kept + ctx.tl.input.sum() / ctx.n, "dispatch",
+                        "its graph work and input wait: the per-step fixed cost is paid once per call of many steps"
+                        + (", and the device's work, which the jitted calls now overlap" if ctx.jax else ""))
     return [Finding("small_steps", title, share, tuple(facts), fix_for("small_steps", ctx.loop, spe=spe, batch=more),
-                    projected, "host_overhead")]
+                    p.step_ps, "host_overhead", subject="step", **p.fields())]
 
 
 def _graph_ps(ctx: Context) -> float:
