@@ -91,6 +91,18 @@ def test_a_count_of_another_kind_of_step_is_not_used(copy_of):
     assert "predict step's FLOPs" in run.roofline.note and all(layer.flops_per_step is None for layer in run.layers)
 
 
+def test_a_step_the_capture_could_not_count_is_said_so(copy_of):
+    run_dir = copy_of(sample("zoo", "heavy_layer"))
+    path = glob.glob(os.path.join(run_dir, "**", "tftrace_run.json"), recursive=True)[0]
+    with open(path) as f:
+        sidecar = json.load(f)
+    sidecar["cost_missing"] = "the model runs on 2 replicas (a distribution strategy): not counted yet"
+    with open(path, "w") as f:
+        json.dump(sidecar, f)
+    run = analyze(run_dir).runs[0]
+    assert run.flops_per_step is None and "could not count the step's FLOPs: the model runs on 2" in run.roofline.note
+
+
 def test_a_malformed_cost_record_is_ignored_not_trusted(copy_of):
     run_dir = copy_of(sample("zoo", "heavy_layer"))
     path = glob.glob(os.path.join(run_dir, "**", "tftrace_run.json"), recursive=True)[0]

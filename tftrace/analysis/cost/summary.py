@@ -89,6 +89,9 @@ def run_cost(trace: Trace, table, costs: dict, steps: int, mean_step_ps: int, to
         count = 1 if peak is not None and peak.flops_per_s else 0
         kind = "CPU"
     per_step, counted, note = _per_step(trace, costs, captured, steps)
+    missing = trace.sidecar.get("cost_missing") if isinstance(trace.sidecar, dict) else None
+    if per_step is None and isinstance(missing, str) and missing:
+        skipped = skipped or f"the capture could not count the step's FLOPs: {missing}"
     note = "; ".join(n for n in (note, skipped) if n)
     step_s = mean_step_ps / 1e12 if mean_step_ps > 0 else 0.0
     achieved = per_step / step_s if per_step is not None and step_s > 0 else None
