@@ -3,7 +3,7 @@ with TensorFlow made unimportable (and JAX too, on torch), on the CPU.
 
     python tests/cost_capture_run.py BACKEND OUT_DIR [PART ...]
 
-Parts: counted, uncountable (both by default). Writes OUT_DIR/results.json: each part's runs' sidecar
+Parts: counted, uncountable, trace (all by default). Writes OUT_DIR/results.json: each part's runs' sidecar
 `cost`, `cost_missing` and `host_peaks`, whether the model's state after the fit (weights, optimizer,
 metrics, seed generators; on torch each weight's `.grad` and torch's random state) is what it was
 before TraceCallback's end hook and what a fit without the callback leaves, the capture's warnings,
@@ -149,7 +149,26 @@ def part_uncountable(out: str) -> dict:
     return {"runs": sidecars(cb.runs), "same_as_plain": same}
 
 
-PARTS = {"counted": part_counted, "uncountable": part_uncountable}
+def part_trace(out: str) -> dict:
+    """tftrace.trace(model=...) around the user's own loop of model calls, then around a training call."""
+    model = cnn()
+    x, _y = data()
+    outputs = []
+    with tftrace.trace(os.path.join(out, "logs"), label="calls", model=model) as calls:
+        for i in range(4):
+            with tftrace.step("predict", i):
+                outputs.append(keras.ops.convert_to_numpy(model(x[i * BATCH:(i + 1) * BATCH], training=False)))
+    plain = [keras.ops.convert_to_numpy(model(x[i * BATCH:(i + 1) * BATCH], training=False)) for i in range(4)]
+    with tftrace.trace(os.path.join(out, "logs"), label="training", model=model) as training:
+        model(x[:BATCH], training=True)
+    with tftrace.trace(os.path.join(out, "logs"), label="no_model") as bare:
+        keras.ops.sum(keras.ops.ones((4, 4)))
+    return {"runs": sidecars([calls.run_dir, training.run_dir, bare.run_dir]),
+            "outputs_equal": all(a.tobytes() == b.tobytes() for a, b in zip(outputs, plain)),
+            "calls_put_back": not any("call" in vars(layer) for layer in [model, *model.layers])}
+
+
+PARTS = {"counted": part_counted, "uncountable": part_uncountable, "trace": part_trace}
 
 
 def main(out: str, parts: list[str]) -> None:

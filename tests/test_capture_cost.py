@@ -204,6 +204,29 @@ def test_a_generator_whose_batch_size_is_not_known_leaves_the_cost_out_with_the_
     assert side["cost_missing"] == "the batch size is not fixed in the tf.data element spec of Keras' GeneratorDataAdapter"
 
 
+def test_trace_with_a_model_counts_its_first_call_as_a_predict_step_after_the_window(tmp_path):
+    model = cnn(keras)
+    x = data()[0]
+    with tftrace.trace(str(tmp_path), label="calls", model=model) as calls:
+        for i in range(3):
+            with tftrace.step("predict", i):
+                model(x[i * BATCH:(i + 1) * BATCH], training=False)
+    assert "call" not in vars(model)  # the watch is put back with the window
+    cost = sidecar(calls.run_dir)["cost"]
+    assert cost["step"] == "predict" and cost["batch_shapes"] == [[BATCH, 12, 12, 3]]
+    assert "the block's first call of the model" in cost["source"]
+    for name, (forward, _backward) in analytic(bias=True).items():
+        assert within(cost["layers"][name]["forward"], forward) and cost["layers"][name]["backward"] == 0
+    with tftrace.trace(str(tmp_path), label="training", model=model) as training:
+        model(x[:BATCH], training=True)
+    side = sidecar(training.run_dir)
+    assert "cost" not in side and "training=True" in side["cost_missing"]
+    with tftrace.trace(str(tmp_path), label="bare") as bare:
+        tf.reduce_sum(tf.ones((4, 4)))
+    side = sidecar(bare.run_dir)
+    assert "cost" not in side and "cost_missing" not in side and side["host_peaks"]["flops_per_s"]["float32"] > 0
+
+
 # -- JAX and torch, in child processes -------------------------------------------------------------------
 def _child(backend: str, out: str, *parts: str) -> dict:
     if importlib.util.find_spec(backend) is None:
@@ -267,6 +290,23 @@ def test_counting_changes_nothing_the_fit_leaves_on_jax_and_torch(backend, on_ja
     weight's gradient and torch's random state: as before TraceCallback's end hook, and as without it."""
     counted = (on_jax if backend == "jax" else on_torch)["counted"]
     assert counted["unchanged_by_count"] and counted["same_as_plain"] and counted["warnings"] == []
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_trace_with_a_model_counts_its_first_call_on_jax_and_torch(backend, on_jax, on_torch):
+    part = (on_jax if backend == "jax" else on_torch)["trace"]
+    assert part["outputs_equal"] and part["calls_put_back"] and part["warnings"] == []
+    runs = part["runs"]
+    cost = runs["calls"]["cost"]
+    forward = {name: f for name, (f, _b) in analytic(bias=False, padding_aware=backend == "jax").items()}
+    if backend == "jax":  # the whole forward pass: convolutions and matmuls, and a little elementwise work
+        assert sum(forward.values()) <= cost["step_flops"] <= 1.05 * sum(forward.values()), cost
+    else:
+        assert {k: v["forward"] for k, v in cost["layers"].items()} == forward, cost
+    assert cost["step"] == "predict" and cost["batch_size"] == BATCH
+    assert runs["training"]["cost"] is None and "training=True" in runs["training"]["cost_missing"]
+    assert runs["no_model"]["cost"] is None and runs["no_model"]["cost_missing"] is None
+    assert all(r["host_peaks"]["flops_per_s"]["float32"] > 0 for r in runs.values())
 
 
 @pytest.mark.parametrize("backend", ["jax", "torch"])

@@ -90,7 +90,12 @@ def _keras3(epoch_iterator, local: dict) -> BatchSpec:
     dataset = getattr(adapter, "_dataset", None)
     size = size or _static_batch(structure) or _dataset_batch(dataset) \
         or _int(getattr(getattr(adapter, "py_dataset", None), "batch_size", None)) or _first_dim(structure)
-    return _fixed(structure, size, how)
+    return fixed(structure, size, how)
+
+
+def leaves_of(arrays):
+    """A structure of arrays or tensors (NumPy, TensorFlow, JAX, torch) as Leafs."""
+    return _from_arrays(arrays, None)
 
 
 def _tf_keras(handler) -> BatchSpec:
@@ -105,11 +110,13 @@ def _tf_keras(handler) -> BatchSpec:
     except Exception:  # adapters that cannot tell
         pass
     size = size or _static_batch(structure) or _dataset_batch(getattr(adapter, "_dataset", None))
-    return _fixed(structure, size, "the tf.data element spec of tf.keras' data handler")
+    return fixed(structure, size, "the tf.data element spec of tf.keras' data handler")
 
 
-def _fixed(structure, size: int | None, how: str) -> BatchSpec:
-    """The structure with its batch dimension set to `size`; every dimension must then be known."""
+def fixed(structure, size: int | None, how: str) -> BatchSpec:
+    """The structure with its batch dimension set to `size` (None: the one its leaves share); every
+    dimension must then be known. Raises Unknown."""
+    size = size or _static_batch(structure)
     if not size:
         raise Unknown(f"the batch size is not fixed in {how}")
 
@@ -156,7 +163,7 @@ def _from_specs(spec):
 
 def _from_arrays(arrays, size: int | None):
     def leaf(a):
-        shape = tuple(int(d) for d in a.shape)
+        shape = tuple(None if d is None else int(d) for d in a.shape)
         return Leaf(((size,) + shape[1:]) if size and shape else shape, dtype_name(a.dtype))
     return _map_raw(leaf, arrays)
 

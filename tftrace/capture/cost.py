@@ -8,6 +8,7 @@ why), never the capture or the user's call."""
 
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple
 
 from tftrace.capture import batch_spec, cost_analytic
@@ -218,7 +219,10 @@ def _accelerated(backend: str) -> bool:
         if backend == "jax":
             import jax
             return jax.default_backend() != "cpu"
-        if backend == "torch":
+        if backend == "torch":  # Keras' device where Keras runs the model; a raw loop's: any GPU
+            if "keras" not in sys.modules:
+                import torch
+                return bool(torch.cuda.is_available())
             from keras.src.backend.torch.core import get_device
             return str(get_device()) != "cpu"
         import tensorflow as tf
