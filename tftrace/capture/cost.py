@@ -78,6 +78,8 @@ class StepCosts:
         if key not in self._counted:
             try:
                 self._counted[key] = count(model, self._backend, mode, batch, spe)
+            except batch_spec.Unknown as e:  # a case not counted yet, known as such: no warning
+                self._counted[key] = str(e)
             except Exception as e:  # never into the user's call: the run keeps its trace, without the count
                 self._counted[key] = f"the {mode} step could not be counted ({type(e).__name__}: {_short(e)})"
                 self._warn(f"the {mode} step's FLOPs could not be counted ({type(e).__name__}: {_short(e)}); "
@@ -97,7 +99,11 @@ class StepCosts:
 
 
 def count(model, backend: str, mode: str, batch: batch_spec.BatchSpec, spe: int = 1) -> dict:
-    """The `cost` of one step of `mode` (`spe` batches, as the window's markers mark a step)."""
+    """The `cost` of one step of `mode` (`spe` batches, as the window's markers mark a step). Raises
+    batch_spec.Unknown for what is not counted yet."""
+    replicas = _replicas(model)
+    if replicas > 1:  # each replica takes its share of the batch: the graph counted would be one replica's
+        raise batch_spec.Unknown(f"the model runs on {replicas} replicas (a distribution strategy): not counted yet")
     if backend == "jax":
         from tftrace.capture import cost_jax
         flops, source = cost_jax.step_flops(model, mode, batch.structure)
@@ -192,12 +198,12 @@ def _torch(model, mode: str, batch) -> dict:
     import torch
 
     from tftrace.capture import cost_torch
-    counted = cost_torch.count(model, mode, batch.structure)
+    counted, how = cost_torch.count(model, mode, batch.structure, batch.batch_size)
     phases = "forward pass, loss and weight gradients" if mode == "train" else \
         ("forward pass and loss" if mode == "test" else "forward pass")
-    source = (f"torch.utils.flop_counter.FlopCounterMode over the {mode} step's {phases} on a batch of zeros "
-              f"(torch {torch.__version__}): matmuls, convolutions and attention; elementwise ops and the "
-              "optimizer's update count nothing there")
+    source = (f"torch.utils.flop_counter.FlopCounterMode over the {mode} step's {phases} on zeros of the batch's "
+              f"shapes, {how} (torch {torch.__version__}): matmuls, convolutions and attention; elementwise ops "
+              "and the optimizer's update count nothing there")
     return {"source": source, "layers": counted.layers, "other": {k: v for k, v in counted.other.items() if v},
             "step_flops": counted.step_flops}
 
@@ -240,6 +246,13 @@ def _optimizer_name(model) -> str:
 def _layers(model) -> list:
     from tftrace.capture.program_config import layers_of
     return [layer for layer in layers_of(model) if type(layer).__name__ != "InputLayer"]
+
+
+def _replicas(model) -> int:
+    try:
+        return int(getattr(getattr(model, "distribute_strategy", None), "num_replicas_in_sync", 1) or 1)
+    except Exception:
+        return 1
 
 
 def _scaled(part, factor: int):

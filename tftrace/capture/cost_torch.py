@@ -1,6 +1,7 @@
-"""A Keras-on-torch step's FLOPs per layer and phase, counted by torch's own FlopCounterMode on one pass over a batch of zeros.
+"""A Keras-on-torch step's FLOPs per layer and phase, counted by torch's own FlopCounterMode on a pass over zeros of the batch's shapes.
 
-The pass is the step without its update: the model's call (training=True for fit), its loss, and
+The pass (on one example and two, scaled to the batch where that is exact; else on the batch) is
+the step without its update: the model's call (training=True for fit), its loss, and
 the gradients of the loss with respect to the trainable weights through `torch.autograd.grad`
 (returned, never accumulated into `.grad`); the optimizer does not run. FlopCounterMode counts
 what torch registers formulas for (matmuls, convolutions and their gradients, attention);
@@ -19,15 +20,34 @@ class TorchCount(NamedTuple):
     step_flops: float
 
 
-def count(model, mode: str, structure) -> TorchCount:
+def count(model, mode: str, structure, batch_size: int) -> tuple[TorchCount, str]:
+    """(The step's count, how the batch was counted.) The pass runs the step's arithmetic for real, so
+    a large batch is counted on one example and on two first: where two count exactly twice one (each
+    of torch's formulas grows with the batch, as long as the model treats its examples apart), the
+    one-example count times the batch is the batch's; otherwise the whole batch is counted."""
+    from tftrace.capture.batch_spec import Leaf, nest_map
+    from tftrace.capture.program_config import layers_of
+    layers = [layer for layer in layers_of(model) if type(layer).__name__ != "InputLayer"]
+    if batch_size > 4:
+        try:
+            one, two = (_pass(model, mode, nest_map(lambda leaf, n=n: Leaf((n, *leaf.shape[1:]), leaf.dtype),
+                                                        structure), layers) for n in (1, 2))
+        except Exception:  # a model made for its batch size (a fixed batch dimension): count the batch
+            one = two = None
+        if one is not None and all(two[i].get(k, 0) == 2 * v for i in (0, 1) for k, v in one[i].items()) and \
+                all(k in one[i] for i in (0, 1) for k in two[i]):
+            scaled = [{k: v * batch_size for k, v in part.items()} for part in one]
+            return _split(layers, *scaled), f"counted on one example and on two (twice one's): times {batch_size}"
+    return _split(layers, *_pass(model, mode, structure, layers)), "counted on the batch"
+
+
+def _pass(model, mode: str, structure, layers) -> tuple[dict, dict]:
+    """({module name: FLOPs} after the forward pass and loss, the same after the gradients)."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from tftrace.capture.program_config import layers_of
     from tftrace.capture.state import Snapshot
-    data = _zeros(structure)
-    x, y, weight = _unpack(data)
-    layers = [layer for layer in layers_of(model) if type(layer).__name__ != "InputLayer"]
+    x, y, weight = _unpack(_zeros(structure))
     trainable = {id(v) for v in model.trainable_variables}
     # What a forward pass may move: everything but the trainable weights (the optimizer's are not touched).
     kept = Snapshot([v for v in _variables(model) if id(v) not in trainable])
@@ -50,10 +70,10 @@ def count(model, mode: str, structure) -> TorchCount:
     finally:
         kept.restore()
         torch.set_rng_state(rng)
-    return _split(model, layers, forward, total)
+    return forward, total
 
 
-def _split(model, layers, forward: dict, total: dict) -> TorchCount:
+def _split(layers, forward: dict, total: dict) -> TorchCount:
     out = {}
     for layer in layers:
         subs = [s.name for s in getattr(layer, "layers", None) or ()]

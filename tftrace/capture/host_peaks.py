@@ -13,7 +13,7 @@ import time
 
 MATMUL_N = 1024  # 2.1 GFLOP a matmul: tens of ms on one core, a few on many
 COPY_BYTES = 64 << 20  # 64 MiB each way: far past any cache
-REPEATS = 5
+REPEATS = 3
 
 _cache: dict = {}  # (framework, dtypes) -> the figure, measured once a process
 
