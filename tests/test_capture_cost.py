@@ -201,7 +201,8 @@ def test_a_generator_whose_batch_size_is_not_known_leaves_the_cost_out_with_the_
     side = sidecar(cb.runs[0])
     # Keras' spec of a generator's batches leaves the batch dimension open, and nothing fixes it.
     assert "cost" not in side and side["steps"], side
-    assert side["cost_missing"] == "the batch size is not fixed in the tf.data element spec of Keras' GeneratorDataAdapter"
+    assert side["cost_missing"] == \
+        "the batch size is not fixed in the tf.data element spec of Keras' GeneratorDataAdapter"
 
 
 def test_trace_with_a_model_counts_its_first_call_as_a_predict_step_after_the_window(tmp_path):

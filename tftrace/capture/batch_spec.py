@@ -1,4 +1,4 @@
-"""The shapes and dtypes of the batches a Keras call feeds its step, read from the call's data without taking a batch."""
+"""The shapes and dtypes of the batches a Keras call feeds its step, read from its data without taking a batch."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""What each captured step costs, saved beside its run once the call is over: FLOPs by the backend's own counter, the batch's shapes, the CPU's peaks.
+"""What each captured step costs, saved beside its run once the call is over: its FLOPs, its batch, the CPU's peaks.
 
-The trace cannot hold these on every backend (TensorFlow on the CPU records no shapes), so the
+The FLOPs are the backend's own counter's. The trace cannot hold these on every backend
+(TensorFlow on the CPU records no shapes), so the
 capture records them in the run's sidecar as `cost` and `host_peaks` (see docs/cost-capture.md).
 Everything here runs after the call's last window and its untraced stretch: never inside a window
 or the steps timed after it. A count that fails leaves its key out (with `cost_missing` saying
@@ -153,7 +154,8 @@ def _tensorflow(model, mode: str, batch) -> dict:
             analytic.append(name)
     source = f"TensorFlow's op statistics (the flops each op type registers) on the {mode} step's graph: {graph}"
     if analytic:
-        source += f"; analytic counts from weights and output shapes for {', '.join(analytic)} (shapes not fixed in the graph)"
+        source += (f"; analytic counts from weights and output shapes for {', '.join(analytic)} "
+                   "(shapes not fixed in the graph)")
     if partial:
         source += f"; partial for {', '.join(partial)} (ops whose shapes are not fixed)"
     if tally.unowned_unknown:

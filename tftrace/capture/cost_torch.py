@@ -1,4 +1,4 @@
-"""A Keras-on-torch step's FLOPs per layer and phase, counted by torch's own FlopCounterMode on a pass over zeros of the batch's shapes.
+"""A Keras-on-torch step's FLOPs per layer and phase, by torch's FlopCounterMode on zeros of the batch's shapes.
 
 The pass (on one example and two, scaled to the batch where that is exact; else on the batch) is
 the step without its update: the model's call (training=True for fit), its loss, and

@@ -1,4 +1,4 @@
-"""The CPU's peaks, measured once a process: a short float32 matmul in the framework that runs the model, and a memory copy.
+"""The CPU's peaks, measured once a process: a float32 matmul in the framework that runs the model, a memory copy.
 
 What a roofline on the CPU needs and no trace holds. Best of a few short runs (a fraction of a
 second in all), so a busy moment does not set the peak; the figure is what this host reached

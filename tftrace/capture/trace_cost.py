@@ -1,4 +1,4 @@
-"""The cost of a `tftrace.trace(model=...)` block's model call: the inputs of its first call, seen as the block runs, counted after it.
+"""The cost of a `tftrace.trace(model=...)` block's model call: its first call's inputs, counted after the window.
 
 The block is the user's own code: tftrace cannot see a jitted function or a training step of
 theirs, only the Keras model they name. Its call is wrapped on the instance while the window is
