@@ -1,8 +1,8 @@
 """What each captured step costs, saved beside its run once the call is over: its FLOPs, its batch, the CPU's peaks.
 
 The FLOPs are the backend's own counter's. The trace cannot hold these on every backend
-(TensorFlow on the CPU records no shapes), so the
-capture records them in the run's sidecar as `cost` and `host_peaks` (see docs/cost-capture.md).
+(TensorFlow on the CPU records no shapes), so the capture records them in the run's sidecar as
+`cost` and `host_peaks` (see docs/cost-capture.md).
 Everything here runs after the call's last window and its untraced stretch: never inside a window
 or the steps timed after it. A count that fails leaves its key out (with `cost_missing` saying
 why), never the capture or the user's call."""
@@ -32,11 +32,13 @@ class StepCosts:
         self._backend = backend
         self._pending: list[_Pending] = []
         self._batches: dict[str, batch_spec.BatchSpec | str] = {}  # mode -> its batch, or why not known
-        self._counted: dict = {}  # (mode, shapes, steps a call) -> the cost: a fit's epochs share one count
+        # (mode, shapes, steps a call) -> the cost, for one call: a fit's epochs share one count; the
+        # next call may run another model (layers frozen, compiled again)
+        self._counted: dict = {}
         self._warned = False
 
     def clear(self) -> None:
-        self._pending, self._batches = [], {}
+        self._pending, self._batches, self._counted = [], {}, {}
 
     def captured(self, run: str, mode: str) -> None:
         self._pending.append(_Pending(run, mode))
@@ -56,6 +58,12 @@ class StepCosts:
         """The call is over: count each captured run's step and write it, and the host's peaks."""
         pending, batches = self._pending, self._batches
         self._pending, self._batches = [], {}
+        try:
+            self._write(model, pending, batches)
+        finally:
+            self._counted = {}
+
+    def _write(self, model, pending: list[_Pending], batches: dict) -> None:
         if not pending or model is None:
             return
         peaks = self._peaks(model)
@@ -66,8 +74,7 @@ class StepCosts:
                     add_to_sidecar(run, "cost_missing", batch)
                 else:
                     cost = self._cost(model, mode, batch)
-                    add_to_sidecar(run, "cost", cost) if isinstance(cost, dict) else \
-                        add_to_sidecar(run, "cost_missing", cost)
+                    add_to_sidecar(run, "cost" if isinstance(cost, dict) else "cost_missing", cost)
                 if isinstance(peaks, dict):
                     add_to_sidecar(run, "host_peaks", peaks)
             except Exception as e:  # the sidecar could not be rewritten: the run stays as saved
