@@ -3,7 +3,7 @@ with TensorFlow made unimportable (and JAX too, on torch), on the CPU.
 
     python tests/cost_capture_run.py BACKEND OUT_DIR [PART ...]
 
-Parts: counted, uncountable, trace (all by default). Writes OUT_DIR/results.json: each part's runs' sidecar
+Parts: counted, uncountable, trace, and on torch pairwise (all by default). Writes OUT_DIR/results.json: each part's runs' sidecar
 `cost`, `cost_missing` and `host_peaks`, whether the model's state after the fit (weights, optimizer,
 metrics, seed generators; on torch each weight's `.grad` and torch's random state) is what it was
 before TraceCallback's end hook and what a fit without the callback leaves, the capture's warnings,
@@ -168,7 +168,24 @@ def part_trace(out: str) -> dict:
             "calls_put_back": not any("call" in vars(layer) for layer in [model, *model.layers])}
 
 
+def pairwise_loss(y_true, y_pred):
+    """A loss over every pair of the batch's examples: its matmul grows with the batch's square."""
+    similarity = keras.ops.matmul(y_pred, keras.ops.transpose(y_pred))
+    return keras.ops.mean(similarity) + 0.0 * keras.ops.mean(y_true)
+
+
+def part_pairwise(out: str) -> dict:
+    """A step whose FLOPs do not grow with the batch alone: counted on the whole batch (torch)."""
+    model = cnn()
+    model.compile("adam", pairwise_loss)
+    cb = tftrace.TraceCallback(os.path.join(out, "logs"), evaluate_steps=None)
+    fit(model, [cb])
+    return {"runs": sidecars(cb.runs)}
+
+
 PARTS = {"counted": part_counted, "uncountable": part_uncountable, "trace": part_trace}
+if BACKEND == "torch":
+    PARTS["pairwise"] = part_pairwise
 
 
 def main(out: str, parts: list[str]) -> None:

@@ -285,6 +285,18 @@ def test_torch_counts_each_layers_forward_and_backward_as_flop_counter_mode_does
         assert "PyTorch" in runs[label]["host_peaks"]["how"]
 
 
+def test_torch_counts_one_example_times_the_batch_only_where_two_count_twice_one(on_torch):
+    scaled = on_torch["counted"]["runs"]["fit_epoch1"]["cost"]["source"]
+    assert f"counted on one example (two: twice one's) times {BATCH}" in scaled
+    # A loss over every pair of examples: its matmul (BATCH x 10 by 10 x BATCH) grows with the batch's square.
+    cost = on_torch["pairwise"]["runs"]["fit_epoch1"]["cost"]
+    assert "counted on the batch" in cost["source"], cost["source"]
+    pairs = 2 * BATCH * 10 * BATCH
+    assert cost["other"]["loss"] == pairs + 2 * pairs  # its forward matmul, and its gradient's two
+    for name, (forward, backward) in analytic(bias=False).items():
+        assert cost["layers"][name] == {"forward": forward, "backward": backward}
+
+
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_counting_changes_nothing_the_fit_leaves_on_jax_and_torch(backend, on_jax, on_torch):
     """Weights, optimizer and metric state, seed generators, NumPy's random state; on torch also each

@@ -1,7 +1,7 @@
 """A Keras-on-torch step's FLOPs per layer and phase, by torch's FlopCounterMode on zeros of the batch's shapes.
 
-The pass (on one example and two, scaled to the batch where that is exact; else on the batch) is
-the step without its update: the model's call (training=True for fit), its loss, and
+The pass (on one example, scaled to the batch where two examples count twice one; else on the
+batch) is the step without its update: the model's call (training=True for fit), its loss, and
 the gradients of the loss with respect to the trainable weights through `torch.autograd.grad`
 (returned, never accumulated into `.grad`); the optimizer does not run. FlopCounterMode counts
 what torch registers formulas for (matmuls, convolutions and their gradients, attention);
@@ -22,26 +22,28 @@ class TorchCount(NamedTuple):
 
 def count(model, mode: str, structure, batch_size: int) -> tuple[TorchCount, str]:
     """(The step's count, how the batch was counted.) The pass runs the step's arithmetic for real, so
-    a large batch is counted on one example and on two first: where two count exactly twice one (each
-    of torch's formulas grows with the batch, as long as the model treats its examples apart), the
-    one-example count times the batch is the batch's; otherwise the whole batch is counted."""
+    a batch of more than 8 is counted on one example, and its forward pass on two: where two count
+    exactly twice one (each of torch's formulas grows with the batch, as long as the model treats its
+    examples apart; a loss over pairs of examples does not), the one-example count times the batch is
+    the batch's; otherwise the whole batch is counted."""
     from tftrace.capture.batch_spec import Leaf, nest_map
     from tftrace.capture.program_config import layers_of
     layers = [layer for layer in layers_of(model) if type(layer).__name__ != "InputLayer"]
-    if batch_size > 4:
+    if batch_size > 8:
+        def examples(n):
+            return nest_map(lambda leaf: Leaf((n, *leaf.shape[1:]), leaf.dtype), structure)
         try:
-            one, two = (_pass(model, mode, nest_map(lambda leaf, n=n: Leaf((n, *leaf.shape[1:]), leaf.dtype),
-                                                        structure), layers) for n in (1, 2))
+            one = _pass(model, mode, examples(1), layers)
+            two = _pass(model, mode, examples(2), layers, gradients=False)[0]
         except Exception:  # a model made for its batch size (a fixed batch dimension): count the batch
             one = two = None
-        if one is not None and all(two[i].get(k, 0) == 2 * v for i in (0, 1) for k, v in one[i].items()) and \
-                all(k in one[i] for i in (0, 1) for k in two[i]):
+        if one is not None and set(two) == set(one[0]) and all(two[k] == 2 * v for k, v in one[0].items()):
             scaled = [{k: v * batch_size for k, v in part.items()} for part in one]
-            return _split(layers, *scaled), f"counted on one example and on two (twice one's): times {batch_size}"
+            return _split(layers, *scaled), f"counted on one example (two: twice one's) times {batch_size}"
     return _split(layers, *_pass(model, mode, structure, layers)), "counted on the batch"
 
 
-def _pass(model, mode: str, structure, layers) -> tuple[dict, dict]:
+def _pass(model, mode: str, structure, layers, gradients: bool = True) -> tuple[dict, dict]:
     """({module name: FLOPs} after the forward pass and loss, the same after the gradients)."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
@@ -63,7 +65,7 @@ def _pass(model, mode: str, structure, layers) -> tuple[dict, dict]:
                 compute = getattr(model, "_compute_loss", None) or model.compute_loss
                 loss = compute(x=x, y=y, y_pred=y_pred, sample_weight=weight, training=train)
             forward = _totals(counter)
-            if train and model.trainable_variables:
+            if train and gradients and model.trainable_variables:
                 weights = [v.value for v in model.trainable_variables]
                 torch.autograd.grad(loss, weights, allow_unused=True)
         total = _totals(counter)
