@@ -139,6 +139,47 @@ def test_a_tf_data_pipeline_with_an_open_batch_dimension_is_counted_on_keras_gra
         assert within(cost["layers"][name]["backward"], 2 * backward), (name, cost["layers"][name])
 
 
+def test_tf_keras_steps_are_counted_on_a_fresh_trace_of_the_step(tmp_path):
+    tfk = pytest.importorskip("tf_keras")  # not in the test extra: it pulls `tensorflow` over tensorflow-cpu
+    tfk.utils.set_random_seed(0)
+    model = tfk.Sequential([tfk.Input((12, 12, 3)), tfk.layers.Conv2D(8, 3, padding="same", name="conv_a"),
+                            tfk.layers.Flatten(), tfk.layers.Dense(10, name="dense")])
+    model.compile("sgd", tfk.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x, y = data()
+    cb = tftrace.TraceCallback(str(tmp_path), evaluate_steps=None)
+    model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[cb])
+    model.predict(x, batch_size=BATCH, verbose=0, callbacks=[cb])
+    conv = 2 * BATCH * 12 * 12 * 8 * 27 + BATCH * 12 * 12 * 8
+    dense = 2 * BATCH * 12 * 12 * 8 * 10 + BATCH * 10
+    for run, step in zip(cb.runs, ("train", "predict")):
+        cost = sidecar(run)["cost"]
+        assert cost["step"] == step and "the step traced again for this batch" in cost["source"], cost
+        assert cost["batch_source"] == "the tf.data element spec of tf.keras' data handler"
+        assert within(cost["layers"]["conv_a"]["forward"], conv) and within(cost["layers"]["dense"]["forward"], dense)
+        if step == "train":
+            assert within(cost["layers"]["dense"]["backward"], 2 * dense) and cost["other"]["optimizer"] > 0
+
+
+def test_a_recurrent_layers_loop_is_counted_its_fixed_number_of_times(tmp_path):
+    """Keras' LSTM runs a tf.while_loop over its 10 timesteps: its body counted 10 times (on a trace
+    for the batch: the copy of Keras' graph cannot fix shapes past a loop)."""
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((10, 6))
+    model = keras.Model(inputs, keras.layers.Dense(3, name="out")(keras.layers.LSTM(8, name="lstm")(inputs)))
+    model.compile("adam", "mse")
+    rng = np.random.default_rng(0)
+    dataset = tf.data.Dataset.from_tensor_slices((rng.random((160, 10, 6), dtype=np.float32),
+                                                  rng.random((160, 3), dtype=np.float32))).batch(BATCH)
+    cb = tftrace.TraceCallback(str(tmp_path), evaluate_steps=None, predict_steps=None)
+    model.fit(dataset, epochs=1, verbose=0, callbacks=[cb], shuffle=False)
+    cost = sidecar(cb.runs[0])["cost"]
+    assert "the step traced again for this batch" in cost["source"] and "analytic" not in cost, cost
+    matmuls = BATCH * 10 * (2 * 4 * 8 * (6 + 8) + 4 * 8)  # 4 gates' matmuls and bias adds a timestep
+    # ... and the gates' elementwise arithmetic besides, which TensorFlow counts too.
+    assert matmuls <= cost["layers"]["lstm"]["forward"] <= 1.15 * matmuls, cost["layers"]["lstm"]
+    assert 1.2 * matmuls <= cost["layers"]["lstm"]["backward"] <= 3 * matmuls, cost["layers"]["lstm"]
+
+
 class NumpyScale(keras.layers.Layer):
     """Runs eagerly only: it reads its input back as NumPy (a graph cannot)."""
 

@@ -249,7 +249,7 @@ def tally(counted: list[Counted], layer_names, optimizer: str = "") -> Tally:
     unowned_unknown = 0
     for op, c in zip(ops, counted):
         owner = classify(op, scopes)
-        if optimizer and _in_scope(c.name, optimizer):
+        if optimizer and _in_scope(op, optimizer):
             owner = owner._replace(layer="", phase="optimizer")
         if c.flops is None:
             if owner.layer:
@@ -272,12 +272,12 @@ def tally(counted: list[Counted], layer_names, optimizer: str = "") -> Tally:
     return Tally(layers, other, unknown, unowned_unknown)
 
 
-def _in_scope(name: str, scope: str) -> bool:
+def _in_scope(op, scope: str) -> bool:
     """Is the op's first scope below the step's wrappers `scope` (or `scope_N`, re-entered)?"""
     import re
 
-    from tftrace.analysis.classify import _is_wrapper
-    first = next((s for s in name.split("/")[:-1] if not _is_wrapper(s)), "")
+    from tftrace.analysis.classify import scopes_of
+    first = next(iter(scopes_of(op)), "")
     return first == scope or re.fullmatch(re.escape(scope) + r"(_\d+)+", first) is not None
 
 
