@@ -45,6 +45,9 @@ class TraceCallback(keras.callbacks.Callback):
     on uncaptured.
     A window cut short (Ctrl-C, or an exception anywhere in the call) is saved before the
     exception goes on, marked `cut_short` in its sidecar.
+    Once a call that captured a window is over, its step's FLOPs (by the backend's own counter),
+    the batch's shapes and the CPU's measured peaks go into the run's sidecar (`cost`,
+    `host_peaks`; docs/cost-capture.md).
 
     Args:
         log_dir: the TensorBoard log directory.
