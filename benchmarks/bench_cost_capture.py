@@ -115,8 +115,9 @@ def main() -> None:
              "| peaks (s, once a process) | a fresh trace of the step (s) | counted by |", "|---" * 9 + "|"]
     for r in rows:
         retrace = f"{r['retrace_s']:.2f}" if "retrace_s" in r else "-"
-        lines.append(f"| {r['backend']} | {r['model']} | {r['fit_s']:.2f} | {r['profiler_s']:.2f} | {r['count_s']:.3f} "
-                     f"| {100 * r['count_s'] / r['fit_s']:.1f}% | {r['peaks_s']:.3f} | {retrace} | {r['source'][:90]} |")
+        lines.append(f"| {r['backend']} | {r['model']} | {r['fit_s']:.2f} | {r['profiler_s']:.2f} "
+                     f"| {r['count_s']:.3f} | {100 * r['count_s'] / r['fit_s']:.1f}% | {r['peaks_s']:.3f} | {retrace} "
+                     f"| {r['source'][:90]} |")
     table = "\n".join(lines)
     print(table)
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS-cost.md")
