@@ -3,11 +3,11 @@ with TensorFlow made unimportable (and JAX too, on torch), on the CPU.
 
     python tests/cost_capture_run.py BACKEND OUT_DIR [PART ...]
 
-Parts: counted, uncountable, trace, and on torch pairwise (all by default). Writes OUT_DIR/results.json:
-each part's runs' sidecar `cost`, `cost_missing` and `host_peaks`, whether the model's state after the fit (weights, optimizer,
-metrics, seed generators; on torch each weight's `.grad` and torch's random state) is what it was
-before TraceCallback's end hook and what a fit without the callback leaves, the capture's warnings,
-and errors.
+Parts: counted, uncountable, trace, and on torch pairwise (all by default). Writes
+OUT_DIR/results.json: each part's runs' sidecar `cost`, `cost_missing` and `host_peaks`, whether the
+model's state after the fit (weights, optimizer, metrics, seed generators; on torch each weight's
+`.grad` and torch's random state) is what it was before TraceCallback's end hook and what a fit
+without the callback leaves, the capture's warnings, and errors.
 """
 
 from __future__ import annotations
