@@ -47,7 +47,7 @@ def run(backend: str) -> list[dict]:
     import numpy as np
 
     import tftrace
-    from tftrace.capture import cost
+    from tftrace.capture import step_cost as cost
     timed: dict[str, float] = {}
 
     def timing(name, fn):

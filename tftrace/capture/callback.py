@@ -11,7 +11,7 @@ from tftrace.capture import backend as backends, guard, marks, session as sessio
 from tftrace.capture.call_experiment import CallExperiments
 from tftrace.capture.marks import own_ns  # the hooks' own time: this thread's CPU
 from tftrace.capture.callback_list import calling_list, loop_frame
-from tftrace.capture.cost import StepCosts
+from tftrace.capture.step_cost import StepCosts
 from tftrace.capture.pacing import Pacer
 from tftrace.capture.server import serve
 from tftrace.capture.session import ProfilerSession

@@ -53,7 +53,7 @@ def record(run_dir: str | None, backend: str, model, calls: ModelCalls | None) -
     """`cost` (or `cost_missing`) and `host_peaks` into a trace() run's sidecar. Never raises."""
     if not run_dir:
         return
-    from tftrace.capture.cost import count, host_peaks
+    from tftrace.capture.step_cost import count, host_peaks
     try:
         if model is not None and calls is not None:
             add_to_sidecar(run_dir, *_cost(backend, model, calls, count))
