@@ -12,7 +12,7 @@ from tftrace.analysis.eager_layers import eager_layers
 from tftrace.analysis.confirmation import interpret, measured_verdict
 from tftrace.analysis.findings import Context, diagnose, memory_findings
 from tftrace.analysis.input import ranked_pipeline, stage_totals
-from tftrace.analysis.measured import savings
+from tftrace.analysis.measured import ratios
 from tftrace.analysis.memory.allocators import allocators
 from tftrace.analysis.ops import OpEntry, merge_tables, op_stats, op_table
 from tftrace.analysis.overhead import overhead
@@ -28,7 +28,7 @@ from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
 from tftrace.analysis.steps.ran_ahead import ran_ahead_note
 from tftrace.analysis.capture_cost import capture_note
 from tftrace.analysis.cost.rows import with_costs, with_layer_flops, with_peaks
-from tftrace.analysis.cost.summary import host_costs, merge_costs, run_cost
+from tftrace.analysis.cost.summary import host_costs, merge_costs, run_cost, top_rows
 from tftrace.analysis.steps.cpu_pace import paced_by_module_runs
 from tftrace.analysis.profiler_cost import SAMPLER, ProfilerCost, less_profiler, profiler_cost, profiler_notes
 from tftrace.analysis.untraced_pace import UntracedPace, untraced_note, untraced_pace
@@ -128,14 +128,17 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
     python = python_profile(timed, tl.start, tl.start + tl.dur)  # all rows: the findings look through them
     judged = judged or _judge(timed, tl, own, classes[1], steps.numbers)
     memory_rows = _memory_rows(parts)
+    pace = untraced_pace(timed.sidecar, tl, own)
+    summary = _steps_summary(steps, tl, own, timed.hosts[0] if views else "", pace)
+    # Every row of the roofline for the findings, which price the model's arithmetic on it; the
+    # report lists the top ones.
+    cost = run_cost(timed, table, merge_costs(p.costs for p in parts), summary.count, summary.mean_ps, None, mode)
     ctx = Context(trace=timed, steps=steps, tl=tl, breakdown=_parts(tl), profiler=own, overhead=ov, ops=stats, table=table,
                   pipeline=pipeline, mode=mode, eager=eager, loop=_loop(timed, steps, mode), python=python,
                   hosts=tuple(views), load=judged.load, paced=judged.paced, bound=judged.verdict.bound,
-                  memory=memory_rows, measured=savings(timed.experiment))
+                  memory=memory_rows, measured=ratios(timed.experiment), roofline=cost.roofline)
     found = diagnose(ctx)
-    pace = untraced_pace(timed.sidecar, tl, own)
-    summary = _steps_summary(steps, tl, own, timed.hosts[0] if views else "", pace)
-    cost = run_cost(timed, table, merge_costs(p.costs for p in parts), summary.count, summary.mean_ps, top, mode)
+    cost = dataclasses.replace(cost, roofline=top_rows(cost.roofline, top))
     experiment = interpret(timed.experiment, summary, judged.verdict.bound) if timed.experiment is not None else None
     hosts = tuple(p.host for p in parts) if views else timed.hosts
     return RunReport(

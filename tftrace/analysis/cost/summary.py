@@ -9,6 +9,7 @@ peak is not known, the figure is None and the roofline says why.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from tftrace.analysis.classify import classify, trace_scopes
@@ -284,3 +285,16 @@ def _layer_flops(entries, costs, captured: CapturedCost | None, steps: int) -> d
     if not out and captured is not None:
         out = {layer: f + b for layer, (f, b) in captured.layers.items()}
     return out
+
+
+def top_rows(roofline: Roofline, top: int | None) -> Roofline:
+    """The roofline with at most `top` rows of each scope (op, owner, layer; modules all), in order."""
+    if not top:
+        return roofline
+    seen: dict[str, int] = {}
+    rows = []
+    for r in roofline.rows:
+        seen[r.scope] = seen.get(r.scope, 0) + 1
+        if r.scope == "module" or seen[r.scope] <= top:
+            rows.append(r)
+    return dataclasses.replace(roofline, rows=tuple(rows))
