@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
+from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact, run_floor
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for, layer_fix
@@ -172,7 +172,7 @@ def _vectorised(ctx: Context, o: _Owner) -> projection.Projection:
     machinery (the host time inside steps no op accounts for, where the loop holds most op runs),
     and, in its ops, what each run costs whatever it computes (the cheapest quarter of its runs);
     the arithmetic stays."""
-    floor = _run_floor(ctx, o.name)
+    floor = run_floor([e for e in ctx.table if e.layer == o.name])
     runs = sum(r.runs for r in o.rows)
     removed = o.wall_ps - o.compute_ps
     if runs >= 0.5 * _op_runs(ctx):  # the loop is most of the step: the host's time between ops is its
@@ -184,17 +184,6 @@ def _vectorised(ctx: Context, o: _Owner) -> projection.Projection:
     return projection.dispatch(ctx, removed * ctx.n,
                                f"the loop's per-iteration cost: the host's dispatch of its {runs:.0f} op runs a step, "
                                f"the loop's machinery, and {floor / 1e6:.0f} us of each run's own time")
-
-
-def _run_floor(ctx: Context, layer: str) -> float:
-    """What the cheapest quarter of a layer's op runs cost each: their fixed cost, whatever they compute."""
-    runs = sorted((e.self_ps / e.count, e.count) for e in ctx.table if e.layer == layer and e.count)
-    total, seen = sum(c for _t, c in runs), 0
-    for each, count in runs:
-        seen += count
-        if seen >= 0.25 * total:
-            return float(each)
-    return 0.0
 
 
 def _profiler_ps(ctx: Context) -> float:

@@ -3,7 +3,7 @@ an undecorated training step, or Keras 3's `model(x)`)."""
 
 from __future__ import annotations
 
-from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
+from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact, run_floor
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
@@ -40,21 +40,8 @@ def detect(ctx: Context) -> list[Finding]:
                     subject="step", **p.fields())]
 
 
-FLOOR_QUANTILE = 0.25  # of the eager op runs, by time: what the cheapest of them cost is their eager dispatch
-
-
 def eager_floor(ctx: Context) -> float:
-    """What an eager op run costs for running eagerly, whatever it computes: the time below which
-    the cheapest quarter of the step's eager runs (reads, shapes, scalars) fall. In a graph those
-    runs cost a few microseconds, or nothing where the graph fuses or prunes them."""
-    runs = [(e.self_ps / e.count, e.count) for e in ctx.table if e.eager and e.count]
-    if not runs:
-        return 0.0
-    runs.sort()
-    total = sum(c for _t, c in runs)
-    seen = 0
-    for each, count in runs:
-        seen += count
-        if seen >= FLOOR_QUANTILE * total:
-            return float(each)
-    return float(runs[-1][0])
+    """What an eager op run costs for running eagerly, whatever it computes: the cheapest quarter
+    of the step's eager runs (reads, shapes, scalars). In a graph those runs cost a few
+    microseconds, or nothing where the graph fuses or prunes them."""
+    return run_floor([e for e in ctx.table if e.eager])
