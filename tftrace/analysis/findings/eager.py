@@ -20,9 +20,8 @@ def detect(ctx: Context) -> list[Finding]:
         return []
     b = ctx.breakdown
     # Everything in the step but the ops and the input wait is the price of dispatching op by op;
-    # run as a graph, the step keeps (about) its ops' time.
+    # run as a graph, the step keeps its ops' own work and its input wait.
     share = b.host_overhead
-    ops_ps = ctx.tl.compute.sum() + ctx.tl.input.sum()
     facts = (fact(_WHY[ctx.loop]), fact("eager ops per step", round(ov.eager_count / ctx.n)),
              ms_fact("op time per step", ctx.tl.compute.sum() / ctx.n),
              ms_fact("step time per step", ctx.tl.dur.sum() / ctx.n), pct_fact("share of step time in dispatch and Python", share))

@@ -32,6 +32,10 @@ def priced(ctx: Context, kind: str, name: str, per_step_ps: float, what: str,
     time = sum(r.time_ps for r in found)
     fraction = sum(r.roofline * r.time_ps for r in found) / time
     bound = max(found, key=lambda r: r.time_ps).bound
+    if bound not in STATED:  # launch-bound: many short runs far below both roofs, no rate to bring them to
+        return projection.unknown(ctx, f"{what}: at {fraction:.0%} of the roofline in many short op runs, its time goes "
+                                       "to launching them, not to arithmetic or memory: fewer, larger (fused) ops is the "
+                                       "lever, which the trace cannot price")
     scope = found[0].scope
     peers = [r for r in rows if r.scope == scope and r.bound == bound and r not in found and r.roofline is not None
              and r.time_ps >= PEER_TIME * time]
@@ -57,13 +61,12 @@ def _rows_of(rows, kind: str, name: str, share: float) -> list:
     an owner holding most of the device's op time inside CUDA graphs (whose kernels name no
     instruction), the one module row that holds it."""
     if kind == "layer":
-        layer = [r for r in rows if r.scope == "layer" and r.name == name and r.roofline is not None]
+        layer = [r for r in rows if r.scope == "layer" and r.name == name and r.roofline is not None and r.bound]
         if layer:
             return layer
     owner = OwnerRow(kind, name).owner
-    found = [r for r in rows if r.scope == "owner" and r.name == owner and r.roofline is not None
-             and r.bound in STATED]
-    modules = [r for r in rows if r.scope == "module" and r.roofline is not None and r.bound in STATED]
+    found = [r for r in rows if r.scope == "owner" and r.name == owner and r.roofline is not None and r.bound]
+    modules = [r for r in rows if r.scope == "module" and r.roofline is not None and r.bound]
     if not found and len(modules) == 1 and share >= MOST:
         return modules
     return found
