@@ -353,12 +353,9 @@ class trace(contextlib.ContextDecorator):
         session = self.session = ProfilerSession(*self._args)
         session.sidecar = {"mode": "trace"}
         session.start()  # never abandoned: __exit__ runs however the block ends
-        if session.active and self.model is not None and session.profiler.name == backends.TORCH:
-            from tftrace.capture.marks import Patches
-            from tftrace.capture.torch_profiler import mark_layers
-            layers = Patches()  # each layer's call a named range: torch's trace names no Keras layer
-            mark_layers(layers, self.model, session.sidecar, clock=session)
-            session.on_stop.append(layers.restore)
+        if session.active and session.profiler.name == backends.TORCH:
+            from tftrace.capture.torch_profiler import mark_owners
+            mark_owners(session, self.model)  # torch's trace names no layer or module otherwise
         self._entered.append(session)
         return self
 
