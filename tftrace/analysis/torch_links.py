@@ -15,6 +15,7 @@ from tftrace.analysis.owners.program import program_of
 from tftrace.analysis.torch_ops import is_torch_backward, torch_category
 from tftrace.analysis.torch_ranges import innermost, module_name, optimizer_class, stack_owner, user_frame
 from tftrace.model.events import Trace
+from tftrace.model.names import TORCH_MODULE as MODULE_EVENT
 
 # Autograd's accumulation of a weight's gradient into `.grad`: it carries no sequence number, and
 # follows the backward op that made that gradient: it is that op's owner's.
@@ -25,10 +26,20 @@ _KINDS = {"loss": "loss", "metric": "metric", "optimizer": "optimizer"}  # owner
 class Links:
     """What the trace's links found: backward ops and the forward ops they were linked to."""
 
-    def __init__(self, backward: np.ndarray, forward: np.ndarray, by_flow: np.ndarray):
+    def __init__(self, backward: np.ndarray, forward: np.ndarray, by_flow: np.ndarray, seq: np.ndarray):
         self.backward = backward  # rows of backward ops (those with a sequence number)
         self.forward = forward  # per backward op, the row of its forward op (-1: none found)
         self.by_flow = by_flow  # per backward op: linked through a `fwdbwd` flow (else by sequence number)
+        self.seq = seq  # per backward op, its sequence number: autograd's wrapper and the function share it
+
+    def functions(self) -> tuple[int, int, int]:
+        """Backward functions (a sequence number's ops), those linked, those linked by a flow."""
+        if not len(self.seq):
+            return 0, 0, 0
+        uniq, inverse = np.unique(self.seq, return_inverse=True)
+        linked = np.bincount(inverse, self.forward >= 0, minlength=len(uniq)) > 0
+        flowed = np.bincount(inverse, self.by_flow, minlength=len(uniq)) > 0
+        return len(uniq), int(linked.sum()), int(flowed.sum())
 
 
 _MADE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -188,7 +199,7 @@ def backward_links(trace: Trace) -> Links:
     st = trace.stats
     empty = np.zeros(0, np.int64)
     if "seq" not in st.columns or not (st["seq"] >= 0).any():
-        made = _LINKS[trace] = Links(empty, empty, np.zeros(0, bool))
+        made = _LINKS[trace] = Links(empty, empty, np.zeros(0, bool), empty)
         return made
     seq, fwd, flow, rows = st["seq"], st["fwd_thread"], st["fwdbwd"], st["event"]
     start = trace.events["start_ps"]
@@ -214,7 +225,7 @@ def backward_links(trace: Trace) -> Links:
         r = starts.get((int(b_flow[i]), int(b_seq[i])))
         if r is not None:
             linked[i], by_flow[i] = r, True
-    made = _LINKS[trace] = Links(b_rows, linked, by_flow)
+    made = _LINKS[trace] = Links(b_rows, linked, by_flow, b_seq)
     return made
 
 
@@ -296,3 +307,26 @@ def _launched(trace: Trace, host_label: np.ndarray) -> np.ndarray:
     out = out.copy()
     out[dev_rows[hit]] = host_label[launch_rows[at[hit]]]
     return out
+
+
+def torch_notes(trace: Trace) -> tuple[str, ...]:
+    """What the trace's own links gave the owners, and what to turn on in `torch.profiler` where
+    the trace names no module, layer or Python function."""
+    if trace.format != "kineto":
+        return ()
+    notes = []
+    functions, linked, flows = backward_links(trace).functions()
+    if functions:
+        how = ", ".join(([f"{flows} through fwdbwd flows"] if flows else [])
+                        + ([f"{linked - flows} by sequence number"] if linked > flows else []))
+        notes.append(f"autograd's links: {linked} of {functions} backward functions owned by the forward op that "
+                     f"made them ({how}); device work by the op that launched it (correlation ids)")
+    named = (trace.sidecar.get("layer_ranges") or trace.has_prefix(MODULE_EVENT)
+             or ("stack" in trace.stats.columns and bool((trace.stats["stack"] >= 0).any()))
+             or any(".py(" in n for n in trace.names))
+    if not named:
+        notes.append("this PyTorch trace names no module or Python function, so its ops are owned by phase only: "
+                     "record with `torch.profiler.profile(..., with_stack=True)` (each module's call and the Python "
+                     "around each op; it slows Python-heavy steps) or capture with `tftrace.trace()` (each module's "
+                     "call marked, named as `model.named_modules()` names it)")
+    return tuple(notes)

@@ -143,7 +143,7 @@ def _simple(console: Console, title: str, columns, rows, limits: dict | None = N
     _print_table(console, title, spec, [tuple(str(c) for c in row) for row in rows])
 
 
-_FRAMEWORKS = {"pytorch": "PyTorch"}
+_FRAMEWORKS = {"pytorch": "PyTorch", "pytorch_xla": "PyTorch/XLA"}
 
 
 def _two_lines(name: str, width: int) -> str:

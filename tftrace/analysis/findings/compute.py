@@ -156,7 +156,7 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
             facts.append(fact("constraints applied after each update", "; ".join(program.constrained)))
         extras = ", ".join(program.optimizer_extras + tuple(f"constraint {c}" for c in program.constrained))
         key = "optimizer_extras" if extras else ("optimizer_jax" if ctx.jax else "optimizer")
-        return (f"Optimizer {o.name}: {share:.0%} of each step updating the weights", fix_for(key, extras=extras),
+        return (f"Optimizer {o.name}: {share:.0%} of each step updating the weights", fix_for(key, ctx.idiom(), extras=extras),
                 facts, "optimizer")
     if o.kind == "metric":
         configs = [program.metric_configs.get(m, m) for m in program.metrics] or [o.name]
@@ -187,7 +187,7 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
         return (f"The model's ops, whose names carry no layer scope: {share:.0%} of each step",
                 fix_for("outside_layers"), [fact("owner", "no op of this trace names a layer scope")], "step")
     return (f"The step function's ops outside any layer: {share:.0%} of each step",
-            fix_for("outside_layers", "torch" if ctx.torch else "any"),
+            fix_for("outside_layers", ctx.idiom()),
             [fact("owner", "the step function's own ops outside every layer, loss, metric and optimizer scope")],
             "step")
 

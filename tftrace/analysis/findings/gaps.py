@@ -21,9 +21,10 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
                  fact("in Keras' loop and callbacks"), *where)
         return [Finding("idle", "Gaps between steps" + title, share, facts, fix_for("gaps", "keras"),
                         ctx.projected(share * ctx.wall_ps), "idle")]
-    framework = "PyTorch's profiled ops" if ctx.torch else "JAX" if ctx.jax else "TensorFlow"
+    framework = {"torch_xla": "PyTorch/XLA's runtime", "torch": "PyTorch's profiled ops", "jax": "JAX"}.get(
+        ctx.idiom(), "TensorFlow")
     facts = (ms_fact(f"per iteration outside {framework}", per_gap), pct_fact("share of wall time", share),
              fact("your Python between calls, such as loading data"), *where)
     return [Finding("idle", "Your Python between iterations" + title, share, facts,
-                    fix_for("between_calls", "torch" if ctx.torch else "jax" if ctx.jax else "predict"),
+                    fix_for("between_calls", ctx.idiom("predict")),
                     ctx.projected(share * ctx.wall_ps), "idle")]

@@ -33,7 +33,7 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     if dispatch is not None and not where:
         title, facts = dispatch
         kind = "device_idle" if device else "host_overhead"
-        fix = fix_for("dispatch", "torch" if ctx.torch else "jax" if ctx.jax else ctx.loop)
+        fix = fix_for("dispatch", ctx.idiom(ctx.loop))
         return [Finding(kind, title, rest, (pct_fact(lead, rest), *facts), fix, ctx.projected(rest * ctx.wall_ps),
                         "host_overhead")]
     if not where:
@@ -41,10 +41,10 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     facts = (pct_fact(lead, rest), *where, *_owners_fact(ctx))
     if device:
         return [Finding("device_idle", "Device idle, waiting for the host" + in_fn, rest, facts,
-                        fix_for("device_idle", "torch" if ctx.torch else "any"),
+                        fix_for("device_idle", ctx.idiom()),
                         ctx.projected(rest * ctx.wall_ps), "host_overhead")]
     title = ("Python time inside steps" + in_fn) if in_fn and where else "Framework time inside steps, outside any op"
-    return [Finding("host_overhead", title, rest, facts, fix_for("host_overhead", "torch" if ctx.torch else "any"), ctx.projected(rest * ctx.wall_ps),
+    return [Finding("host_overhead", title, rest, facts, fix_for("host_overhead", ctx.idiom()), ctx.projected(rest * ctx.wall_ps),
                     "host_overhead")]
 
 

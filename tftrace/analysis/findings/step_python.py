@@ -30,7 +30,7 @@ def detect(ctx: Context) -> list[Finding]:
     facts += where
     title = f"Your Python between {fn} calls: {ms(per)} per step{in_fn}"
     return [Finding("step_python", title, ctx.breakdown.idle, tuple(facts),
-                    fix_for("step_python", "torch" if ctx.torch else "jax" if ctx.jax else "any", fn=fn), ctx.projected(gaps), "idle")]
+                    fix_for("step_python", ctx.idiom(), fn=fn), ctx.projected(gaps), "idle")]
 
 
 def _eager_between(ctx: Context) -> list[tuple[str, int]]:
