@@ -101,24 +101,50 @@ def test_nanosecond_decimals_are_read_exactly():
     assert len(trace.profile_start_ns) == 1
 
 
-def test_temporal_breakdown_matches_hta_within_five_points(tmp_path):
+# HTA's own test traces (more GPUs, ranks and eras), for its temporal breakdown only.
+HTA_MORE = {"negative_queue": os.path.join(HTA_DATA, "negative_queue_length_values_check", "rank0.json.gz"),
+            "sampled": os.path.join(HTA_DATA, "trace_filter", "sampled_rank-0.json.gz"),
+            "alexnet": os.path.join(HTA_DATA, "critical_path", "alexnet",
+                                    "benchmark_result_2869224_1695835535_trace.json.gz")}
+
+
+def test_gpu_idle_compute_and_other_match_hta_within_two_points_on_every_trace_it_parses(tmp_path):
+    """HTA's temporal breakdown is the oracle: it counts the device work launched before the last
+    ProfilerStep began, from the first kernel's start to the last one's end (analysis/kineto_window);
+    so does tftrace's devices table on PyTorch traces (a note says so)."""
     try:
         from hta.trace_analysis import TraceAnalysis
     except ImportError as e:
         pytest.skip(f"HolisticTraceAnalysis cannot be imported ({e}); pip install HolisticTraceAnalysis")
-    # HTA 0.5 cannot read the TraceLens trace (a TypeError in its parser): it is left out here.
-    for key in ("workers_0", "workers_4", "ns", "amd"):
+    compared, refused = [], []
+    for key, path in sorted({**{k: _file(k) for k in FILES}, **HTA_MORE}.items()):
         folder = tmp_path / key
         folder.mkdir()
-        shutil.copy(_file(key), folder)
-        hta = TraceAnalysis(trace_dir=str(folder)).get_temporal_breakdown(visualize=False).iloc[0]
-        (run,) = api.analyze(_file(key)).runs
+        shutil.copy(path, folder)
+        try:
+            hta = TraceAnalysis(trace_dir=str(folder)).get_temporal_breakdown(visualize=False).iloc[0]
+        except Exception as e:  # HTA 0.5 cannot parse the TraceLens trace (a TypeError in its parser)
+            refused.append((key, type(e).__name__))
+            continue
+        (run,) = api.analyze(path).runs
         (device,) = [d for d in run.per_device if d.busy_ps]
         ours = {"idle": 100 * (1 - device.busy_ps / device.span_ps),
                 "compute": 100 * device.compute_ps / device.span_ps,
                 "non_compute": 100 * (device.busy_ps - device.compute_ps) / device.span_ps}
         for part, value in ours.items():
-            assert abs(value - hta[f"{part}_time_pctg"]) <= 5, (key, part, value, hta[f"{part}_time_pctg"])
+            assert abs(value - hta[f"{part}_time_pctg"]) <= 2, (key, part, value, hta[f"{part}_time_pctg"])
+        steps = _profiler_steps(path)
+        assert any(n.startswith("GPU busy and idle (devices table) as HTA's") for n in run.notes) == (steps >= 2), key
+        compared.append(key)
+    assert len(compared) >= 7 and [k for k, _ in refused] == ["tracelens"], (compared, refused)
+
+
+def test_the_last_profiler_step_is_left_out_of_the_gpu_figures_as_hta_leaves_it():
+    """On the HTA trace whose idle tftrace once put 5 points under HTA's (64.4% against 69.4%): the
+    last iteration's kernels, launched after the last ProfilerStep began, are not counted."""
+    (run,) = api.analyze(HTA_MORE["negative_queue"]).runs
+    (device,) = [d for d in run.per_device if d.busy_ps]
+    assert abs(100 * (1 - device.busy_ps / device.span_ps) - 69.44) < 0.05
 
 
 def test_resnet_with_no_dataloader_workers_is_input_bound_and_told_to_add_workers():

@@ -11,6 +11,7 @@ from typing import Callable
 
 import numpy as np
 
+from tftrace.analysis.kineto_window import window_note
 from tftrace.analysis.owners.program import program_of
 from tftrace.analysis.torch_ops import is_torch_backward, torch_category
 from tftrace.analysis.torch_ranges import innermost, module_name, optimizer_class, stack_owner, user_frame
@@ -314,7 +315,7 @@ def torch_notes(trace: Trace) -> tuple[str, ...]:
     the trace names no module, layer or Python function."""
     if trace.format != "kineto":
         return ()
-    notes = []
+    notes = list(window_note(trace))
     functions, linked, flows = backward_links(trace).functions()
     if functions:
         how = ", ".join(([f"{flows} through fwdbwd flows"] if flows else [])
