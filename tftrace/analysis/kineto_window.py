@@ -53,6 +53,8 @@ def window_note(trace: Trace) -> tuple[str, ...]:
     if keep is None:
         return ()
     device = trace.on_lines(lambda ln: ln.role == "device_ops")
+    if not device.any():
+        return ()
     left = int((device & ~keep).sum())
     return (f"GPU busy and idle (devices table) as HTA's temporal breakdown measures them: over the device work "
             f"launched before the last ProfilerStep began ({left} device events of the last iteration, or launched "

@@ -77,8 +77,8 @@ class ModuleRanges:
         try:
             top = type(root).__name__
             for path, module in root.named_modules():
-                if module not in self._names:
-                    self._names[module] = path or top
+                if module not in self._names:  # a Sequential's children are numbers: `Sequential.0`, not `0`
+                    self._names[module] = (f"{top}.{path}" if path.split(".")[0].isdigit() else path) if path else top
         except Exception:
             pass
 
