@@ -285,15 +285,23 @@ def test_a_trace_that_cannot_be_written_only_warns_and_frees_the_profiler(captur
     assert message.startswith("tftrace: could not save the fit_epoch1 profile (NotADirectoryError")
 
 
-def test_confirm_and_the_profiler_server_are_not_there_on_torch_yet_and_say_so(captured):
+def test_confirm_times_the_input_alone_and_the_step_alone_on_torch_with_weights_unchanged(captured):
+    """confirm=True on Keras' torch backend: after fit's window, the call's batches read again (a copy
+    of its adapter that does not shuffle) and its own train step on one held batch, each timed; the
+    weights, Adam's slots, and torch's and NumPy's random state end as after a fit without it."""
     part = captured["confirm"]
-    assert len(part["runs"]) == 1
-    server, confirm = part["warnings"]
+    assert len(part["runs"]) == 1 and part["weights_equal"] and part["n_state"] > 6 and part["random_equal"]
+    (server,) = part["warnings"]  # confirm itself warns of nothing
     assert server.startswith("tftrace: could not start the profiler server on port 6123 (RuntimeError: "
                              "torch.profiler has no profiler server")
-    assert "confirm does not run on Keras' torch backend yet" in confirm
     (experiment,) = part["experiments"]
-    assert experiment["confirmed"] is None and "NotImplementedError" in experiment["error"]
+    assert not experiment["error"] and not experiment["skipped"], experiment
+    assert experiment["input_alone_ms"] > 0 and experiment["step_alone_ms"] > 0 and experiment["batches"] >= 3
+    assert experiment["measured_by"] == "untraced" and experiment["statement"]
+    (run,) = part["runs"]
+    with open(os.path.join(run, "tftrace_experiment.json")) as f:
+        saved = json.load(f)
+    assert saved["mode"] == "fit" and saved["step_alone_ms"] == experiment["step_alone_ms"]
 
 
 def test_a_torch_loop_in_tftrace_trace_names_its_modules_as_owners_in_both_phases(loop):

@@ -245,10 +245,16 @@ def part_keras_loop(out: str) -> dict:
 
 
 def part_confirm(out: str) -> dict:
-    """confirm=True and server_port are not there on torch yet: a warning each, the trace kept, training on."""
+    """confirm=True on torch: after fit's window, the input alone and the step alone are timed, and the
+    weights (and Adam's slots) end as without it. server_port is not there on torch: a warning."""
+    plain = _fit([], epochs=1)
+    plain_random = (torch.get_rng_state().numpy().copy(), np.random.get_state()[1].copy())
     cb = tftrace.TraceCallback(os.path.join(out, "logs"), evaluate_steps=None, confirm=True, server_port=6123)
-    _fit([cb], epochs=1)
-    return {"runs": cb.runs, "experiments": [e.to_dict() for e in cb.experiments]}
+    traced = _fit([cb], epochs=1)
+    traced_random = (torch.get_rng_state().numpy().copy(), np.random.get_state()[1].copy())
+    return {"runs": cb.runs, "experiments": [e.to_dict() for e in cb.experiments],
+            "weights_equal": _same(_state(plain), _state(traced)), "n_state": len(_state(plain)),
+            "random_equal": _same(list(plain_random), list(traced_random))}
 
 
 PARTS = {"fit": part_fit, "confirm": part_confirm, "predict": part_predict, "keras_loop": part_keras_loop,

@@ -14,7 +14,7 @@ from tftrace.analysis.overhead import Overhead
 from tftrace.analysis.pipeline_load import PipelineLoad
 from tftrace.analysis.steps.found import Steps
 from tftrace.analysis.profiler_cost import ProfilerCost
-from tftrace.analysis.torch_xla import is_torch_xla
+from tftrace.analysis.lazy_tensors import is_torch_xla
 from tftrace.analysis.tracer_cost import TracerCost
 from tftrace.model.events import Trace
 from tftrace.model.memory import AllocatorRow

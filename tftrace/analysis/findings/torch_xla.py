@@ -1,4 +1,4 @@
-"""PyTorch/XLA's own causes, from its runtime's events on the host (analysis/torch_xla): the step's
+"""PyTorch/XLA's own causes, from its runtime's events on the host (analysis/lazy_tensors): the step's
 graph compiled again (`XLAGraphExecutor::Compile` after the first), the graph cut inside the step
 where a value is read (`SyncTensorsGraph` outside `xm.mark_step()`, the host then waiting in
 `TransferFromServer`), and the host retracing the step while the device waits between runs."""
@@ -10,7 +10,7 @@ import numpy as np
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
-from tftrace.analysis.torch_xla import runtime
+from tftrace.analysis.lazy_tensors import runtime
 
 MIN_GRAPHS = 0.5  # cut graphs per step from which reading values inside the step is a pattern
 MIN_TRACING = 0.10  # the device's wait for the host worth naming the host's retracing
