@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from time import thread_time_ns as own_ns
+from time import perf_counter_ns as own_ns  # a module's call runs on its own thread: no GIL wait to leave out
 
 from tftrace.model.names import TORCH_MODULE as MODULE
 # Keras' trainer on torch: what each wrapped method owns, the range it runs in, and the owner's kind.
@@ -46,7 +46,7 @@ class ModuleRanges:
 
     def __init__(self, clock=None, model=None):
         self._clock = clock
-        self._names: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        self._names: dict[int, tuple] = {}  # id(module) -> (a weak reference to it, its name): no weakref made a call
         self._local = threading.local()
         self._handles: list = []
         if model is not None:
@@ -56,7 +56,10 @@ class ModuleRanges:
         try:
             import torch
             from torch.nn.modules import module as nn_module
-            self._record = torch.profiler.record_function
+            # torch's fast range (a few us under the profiler, record_function's tens): a cpu_op event
+            # the reader knows by its name; record_function where a torch has none.
+            self._record = getattr(getattr(torch._C, "_profiler", None), "_RecordFunctionFast", None) or \
+                torch.profiler.record_function
             self._compiling = getattr(torch.compiler, "is_compiling", lambda: False)
             self._handles = [nn_module.register_module_forward_pre_hook(self._enter),
                              nn_module.register_module_forward_hook(self._leave, always_call=True)]
@@ -77,18 +80,23 @@ class ModuleRanges:
         try:
             top = type(root).__name__
             for path, module in root.named_modules():
-                if module not in self._names:  # a Sequential's children are numbers: `Sequential.0`, not `0`
-                    self._names[module] = (f"{top}.{path}" if path.split(".")[0].isdigit() else path) if path else top
+                if self._known(module) is None:  # a Sequential's children are numbers: `Sequential.0`, not `0`
+                    name = (f"{top}.{path}" if path.split(".")[0].isdigit() else path) if path else top
+                    self._names[id(module)] = (weakref.ref(module), name)
         except Exception:
             pass
 
+    def _known(self, module) -> str | None:
+        entry = self._names.get(id(module))
+        return entry[1] if entry is not None and entry[0]() is module else None
+
     def _name(self, module) -> str:
-        name = self._names.get(module)
+        name = self._known(module)
         if name is None:
             stack = getattr(self._local, "stack", None)
             if not stack:  # called outside any module: a root; name it and all under it
                 self._name_tree(module)
-            name = self._names.get(module) or type(module).__name__
+            name = self._known(module) or type(module).__name__
         return name
 
     def _enter(self, module, args) -> None:

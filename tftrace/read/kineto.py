@@ -12,7 +12,7 @@ import numpy as np
 
 from tftrace.model.errors import TraceReadError
 from tftrace.model.events import LineInfo
-from tftrace.model.names import DATALOADER, Op
+from tftrace.model.names import DATALOADER, TORCH_MODULE, Op
 from tftrace.read import storage
 from tftrace.read.build import TraceBuilder
 from tftrace.read.hlo import precision
@@ -233,8 +233,8 @@ def _intern(builder: TraceBuilder, cat: str, name: str, role: str) -> int:
         return builder.intern(f"kernel:{name}", Op(name, name, "device", "", precision(name)))
     if cat == "DataLoader" or name.startswith("enumerate(DataLoader)#"):
         return builder.intern(name, Op(name, DATALOADER, "torch"))
-    if cat in _OPS and not _STEP.match(name) and "#" not in name:
-        return builder.intern(name, Op(name, name, "torch"))
+    if cat in _OPS and not _STEP.match(name) and "#" not in name and not name.startswith(TORCH_MODULE):
+        return builder.intern(name, Op(name, name, "torch"))  # (a module's range may be recorded as a cpu_op)
     return builder.intern(name, plain=True)
 
 
