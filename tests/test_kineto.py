@@ -265,3 +265,37 @@ def test_torch_ops_get_categories_and_phases_from_their_names():
     assert {n: host[n].category for n in expect} == expect
     assert host["aten::cudnn_convolution_backward_input"].phase == "backward"
     assert host["aten::cudnn_convolution"].phase == "forward"
+
+
+@pytest.mark.parametrize("key,flows", [("ns", True), ("workers_0", False), ("workers_4", False)])
+def test_backward_kernels_are_linked_to_the_forward_ops_that_made_them(key, flows):
+    """Each backward function (autograd's wrapper and the function share its sequence number) is linked
+    to the forward op that made it: through its `fwdbwd` flow (the HTA trace: 905 flows), else by the
+    sequence number (2021's traces have none); the kernels it launches are backward too: about two
+    thirds of a training step's GPU time."""
+    from tftrace.analysis.eager_layers import eager_layers
+    from tftrace.analysis.torch_links import backward_links
+    trace = load_run(find_runs(_file(key))[0])
+    links = backward_links(trace)
+    functions, linked, flowed = links.functions()
+    assert functions > 500 and linked == functions and flowed == (functions if flows else 0), (functions, linked, flowed)
+    st, ev = trace.stats, trace.events
+    seq = dict(zip(st["event"].tolist(), st["seq"].tolist()))
+    fwd = dict(zip(st["event"].tolist(), st["fwd_thread"].tolist()))
+    for b, f in zip(links.backward.tolist(), links.forward.tolist()):
+        assert seq[f] == seq[b] and fwd[f] == 0 < fwd[b] and ev["start_ps"][f] < ev["start_ps"][b]
+    label, labels = eager_layers(trace, ())
+    kernels = np.flatnonzero(trace.on_lines(lambda ln: ln.role == "device_ops"))
+    backward = np.array([label[r] >= 0 and labels[label[r]].phase == "backward" for r in kernels.tolist()])
+    share = ev["dur_ps"][kernels][backward].sum() / ev["dur_ps"][kernels].sum()
+    assert 0.5 < share < 0.8, share
+
+
+def test_a_2021_trace_with_call_stacks_names_the_model_lines_behind_forward_and_backward_kernels():
+    """The ResNet-50 trace was recorded with with_stack=True (2021: each op's `Call stack`): each op is
+    the model line that called into torch (torchvision's resnet.py), its backward ops and kernels too."""
+    (run,) = api.analyze(WORKERS_0, top=None).runs
+    code = [r for r in run.owners if r.kind == "code" and r.name.endswith(")") and "resnet.py:" in r.name]
+    assert {r.phase for r in code} >= {"forward", "backward"}
+    backward = sum(r.op_ps for r in code if r.phase == "backward")
+    assert backward > 0.4 * sum(r.op_ps for r in run.owners if r.part == "compute"), backward

@@ -189,7 +189,8 @@ def _relabelled(own, lab, names, labels, atts, program: Program, unscoped: Unsco
     for p in uniq.tolist():
         code, lb = p // len(labels), labels[p % len(labels)]
         att = atts[code]
-        phase = lb.phase if lb.phase in ("forward", "backward") else ""
+        phase = lb.phase or att.phase  # a function's label says none: its op's own
+        phase = phase if phase in ("forward", "backward") else ""
         if lb.layer and att.category != "collective":  # a gradient's all-reduce, launched in its backward: DDP's
             owner = OwnerKey("layer", lb.layer, phase)
         elif lb.kind and not (lb.kind == "code" and att.category in ("transfer", "collective")):
