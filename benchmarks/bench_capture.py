@@ -119,8 +119,9 @@ def child(backend: str, kind: str, rounds: int = 15, captures: int = 7) -> dict:
             model.fit(x, y, batch_size=spec["batch"], epochs=1, verbose=0, callbacks=[clock, *callbacks()])
             per_step[name].append(clock.seconds[0] / spec["steps"])
     untraced = statistics.median(per_step["plain"])
+    quartiles = statistics.quantiles(per_step["plain"], n=4)
     out = {"backend": backend, "model": kind, "params": model.count_params(), "rounds": rounds,
-           "untraced_ms": untraced * 1e3,
+           "untraced_ms": untraced * 1e3, "noise": (quartiles[2] - quartiles[0]) / 2 / untraced,
            "outside": {k: statistics.median(v) / untraced - 1 for k, v in per_step.items() if k != "plain"}}
 
     def steady() -> tuple[float, float]:
@@ -220,7 +221,8 @@ def _run_child(backend: str, kind: str) -> dict:
 
 def _table(results: list[dict]) -> str:
     rows = ["| backend | model | params | untraced step ms: epoch; steady mean, median; after the window "
-            "| steps outside windows: TraceCallback | its hooks per batch | Keras TensorBoard(profile_batch) "
+            "| steps outside windows: TraceCallback (this machine's noise: half the plain epochs' interquartile "
+            "range) | its hooks per batch | Keras TensorBoard(profile_batch) "
             "| report's median / untraced median: traced; less the profiler (each capture, and in brackets how "
             "far the plain fits either side drifted apart) | report's mean / untraced mean: traced; less the "
             "profiler | less the profiler, mean / the same epoch's untraced steps after the window (TraceCallback's own "
@@ -230,7 +232,7 @@ def _table(results: list[dict]) -> str:
         tb = r["outside"].get("Keras TensorBoard")
         rows.append(f"| {r['backend']} | {r['model']} | {r['params']:,} | {r['untraced_ms']:.3f}; "
                     f"{r['steady_ms']:.3f}, {r['steady_median_ms']:.3f}; {r['after_ms']:.3f} | "
-                    f"{100 * r['outside']['TraceCallback']:+.2f}% | "
+                    f"{100 * r['outside']['TraceCallback']:+.2f}% (±{100 * r.get('noise', 0):.1f}%) | "
                     f"{r['hooks_us']:.2f} us ({100 * r['hooks_us'] / 1e3 / r['untraced_ms']:.2f}%) | "
                     f"{'-' if tb is None else f'{100 * tb:+.2f}%'} | "
                     + " | ".join(_ratios(r["ratios"], keys) for keys in (("median", "median_less"), ("mean", "mean_less"),
