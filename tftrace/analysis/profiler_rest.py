@@ -49,8 +49,11 @@ def measured(trace: Trace, tl: Timeline, sources: list, room: np.ndarray, less, 
     untraced = _untraced(trace.sidecar, kind)
     if untraced is None or len(tl.dur) < 2:
         return sources
-    turns = less(tl, sources).iterations[:-1]  # the last turn has no gap after it
-    traced = float(np.mean(turns)) if kind == "jax" else float(np.median(turns))
+    judged = less(tl, sources)
+    if kind == "jax":  # the window's time over its steps (paced: the last holds two steps' device work)
+        traced = float(judged.dur.sum() + judged.idle[1:].sum()) / len(tl.dur)
+    else:
+        traced = float(np.median(judged.iterations[:-1]))  # the last turn has no gap after it
     want = traced - untraced
     n = len(tl.dur)
     paced = kind == "jax" or tl.device_busy is not None

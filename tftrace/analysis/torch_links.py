@@ -74,11 +74,13 @@ def _labels(trace: Trace, label_type) -> tuple[np.ndarray | None, list]:
     strong = _range_labels(trace, label)  # per name code: a range's label (-1: not a range)
     ranges = np.flatnonzero((strong.take(ev["name"]) >= 0) & host)
     forward = _by_ranges(trace, ranges, strong, host)  # every host event's label from the ranges holding it
-    # Where no range says: the loss op, else the user's function (its Python event, or the op's own stack).
-    weak = np.maximum(_function_labels(trace, label), _loss_labels(trace, label)).take(ev["name"])
-    weak = np.maximum(weak, _stack_labels(trace, label))
-    code_rows = np.flatnonzero((weak >= 0) & host)
-    code = _by_rows(trace, code_rows, weak, host & (forward < 0))
+    # Where no range says: the loss op around it, else the user's function (its Python event, or the
+    # op's own stack: an op inside a loss op carries one too, so the loss goes first).
+    loss = _loss_labels(trace, label).take(ev["name"])
+    loss = _by_rows(trace, np.flatnonzero((loss >= 0) & host), loss, host & (forward < 0))
+    code = np.maximum(_function_labels(trace, label).take(ev["name"]), _stack_labels(trace, label))
+    code = _by_rows(trace, np.flatnonzero((code >= 0) & host), code, host & (forward < 0) & (loss < 0))
+    code = np.where(loss >= 0, loss, code)  # a function's label or a loss's: what no range holds
     forward = np.where(forward >= 0, forward, code)
     links = backward_links(trace)
     anchors, anchor_label = _backward_anchors(trace, links, forward, labels, label)
