@@ -1,7 +1,11 @@
 """What a capture does to the run it records: untraced step, steps outside windows, the report's step.
 
     python benchmarks/bench_capture.py            # every backend, both models; figures into RESULTS.md
+    python benchmarks/bench_capture.py torch jax  # those backends again; the others' last figures kept
     python benchmarks/bench_capture.py --child tensorflow mlp   # one backend and model (a fresh process)
+
+Each (backend, model)'s figures are kept in benchmarks/data/bench_capture/ as they come, and the
+table is made of the newest of each: on a loaded machine a backend can be run again on its own.
 
 Each (Keras backend, model) runs in its own process. Epochs alternate between a plain `fit` and a
 `fit` with `TraceCallback` whose only window lies in an epoch that never runs (and, on TensorFlow,
@@ -209,14 +213,29 @@ def _hook_cost(keras, model, cb, n: int = 20_000, rounds: int = 7) -> float:
     return statistics.median(traced) - statistics.median(plain)
 
 
+_KEPT = os.path.join(ROOT, "benchmarks", "data", "bench_capture")
+
+
 def _run_child(backend: str, kind: str) -> dict:
     env = {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3",
            "CUDA_VISIBLE_DEVICES": ""}
     proc = subprocess.run([sys.executable, __file__, "--child", backend, kind], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=1200)
+                          env=env, cwd=ROOT, timeout=3600)  # a loaded machine runs the torch MLP for 20+ minutes
     if proc.returncode != 0:
         raise SystemExit(f"{backend} {kind} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    os.makedirs(_KEPT, exist_ok=True)
+    with open(os.path.join(_KEPT, f"{backend}_{kind}.json"), "w") as f:
+        json.dump(result, f)
+    return result
+
+
+def _kept(backend: str, kind: str) -> dict | None:
+    try:
+        with open(os.path.join(_KEPT, f"{backend}_{kind}.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def _table(results: list[dict]) -> str:
@@ -258,7 +277,9 @@ def _ratios(by_capture: dict, keys: tuple[str, ...]) -> str:
 def main() -> None:
     import keras  # noqa: F401 - the version only; the work is in the children
     from results import put_block
-    results = [_run_child(b, m) for b in BACKENDS for m in MODELS]
+    chosen = [b for b in sys.argv[1:] if b in BACKENDS] or list(BACKENDS)
+    results = [_run_child(b, m) if b in chosen else _kept(b, m) for b in BACKENDS for m in MODELS]
+    results = [r for r in results if r is not None]
     table = _table(results)
     print(table)
     versions = {}
