@@ -219,6 +219,8 @@ _KEPT = os.path.join(ROOT, "benchmarks", "data", "bench_capture")
 def _run_child(backend: str, kind: str) -> dict:
     env = {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3",
            "CUDA_VISIBLE_DEVICES": ""}
+    if backend == "torch":  # torch's OpenMP threads spin: on a shared 2-core machine its steps then stall for tens of ms
+        env["OMP_NUM_THREADS"] = "1"
     proc = subprocess.run([sys.executable, __file__, "--child", backend, kind], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=3600)  # a loaded machine runs the torch MLP for 20+ minutes
     if proc.returncode != 0:
