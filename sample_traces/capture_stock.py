@@ -11,7 +11,8 @@ Run through `python sample_traces/capture_samples.py --only stock`. Variants:
 
 Ground truth, timed without the profiler (variants alternating): per-iteration time of the
 loop (`iteration_ms`: load + predict), its parts, a direct `model(x, training=False)` call
-(`call_ms`), and for fit the generator and the train step.
+(`call_ms`, op by op in Keras 3), the compiled call the fix recommends (`predict_on_batch_ms`), and
+for fit the generator and the train step.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def scenario_stock(keras, tftrace, out: dict) -> None:
         "load_ms": lambda: load(paths[1]),
         "predict_ms": lambda m=m: m.predict(x, verbose=0),
         "call_ms": lambda m=m: m(x, training=False),
+        "predict_on_batch_ms": lambda m=m: m.predict_on_batch(x),
         "iteration_ms": lambda m=m: m.predict(load(paths[2]), verbose=0),
     } for v, m in models.items()})
     for v, m in models.items():

@@ -83,7 +83,7 @@ def test_markdown_keeps_hostile_names_from_breaking_the_comment(head_swap):
     md = render_diff(hostile_diff(head_swap), "markdown")
     assert "<script" not in md and "<img" not in md and "&lt;script&gt;" in md
     tables = re.findall(r"((?:^\|.*\n)+)", md, re.M)
-    assert len(tables) == 6  # breakdown, memory, owners, categories, layers, ops
+    assert len(tables) == 7  # findings, breakdown, memory, owners, categories, layers, ops
     for table in tables:  # a name's `|` is escaped: every row keeps its table's column count
         cells = {len(re.findall(r"(?<!\\)\|", row)) for row in table.splitlines()}
         assert len(cells) == 1, table

@@ -10,7 +10,7 @@ import os
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tftrace")
 # What each layer may import of tftrace's (a module's own layer included).
 ALLOWED = {"model": {"model"}, "read": {"model", "read"}}
-FRONT_ENDS = ("cli", "tensorboard", "notebook")
+FRONT_ENDS = ("cli", "tensorboard", "notebook", "mcp")
 DOOR_ONLY = ("analysis", "read")  # the front ends reach these through api (and hostmap) alone
 
 

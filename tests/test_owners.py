@@ -76,7 +76,7 @@ def test_keras_on_jax_on_the_cpu_gets_its_layers_and_phases_from_the_hlo():
     layers = {(r.name, r.phase) for r in run.owners if r.kind == "layer"}
     assert {("conv2d", "forward"), ("conv2d", "backward"), ("pool", "backward")} <= layers
     assert any(r.kind == "optimizer" for r in run.owners)
-    assert run.bottlenecks[0].kind == "layer"
+    assert any(b.kind == "layer" for b in run.bottlenecks)
 
 
 def test_a_raw_jax_loop_names_the_python_that_makes_its_ops():

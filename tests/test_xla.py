@@ -18,7 +18,8 @@ from tftrace import analyze
 
 GPU_TRUTH = {r["name"]: r for r in map(json.loads, open(sample("gpu_jax", "truth.json")))}
 ZOO = json.load(open(sample("jax_zoo", "ground_truth.json")))
-ZOO_PROGRAMS = sorted(k for k, v in ZOO.items() if isinstance(v, dict))
+# Issue 46's projection programs (set "projections") have their own tests: tests/test_zoo_projections.py.
+ZOO_PROGRAMS = sorted(k for k, v in ZOO.items() if isinstance(v, dict) and v.get("set") != "projections")
 # Batches inside each H200 capture window (programs.py: 8 annotated steps, 10 for jax_input,
 # fit's batches 8..14, 8..13 and 20..40 for the Keras programs).
 GPU_STEPS = {"jax_compute": 8, "jax_input": 10, "jax_eager": 8, "jax_plain": 8, "keras_compute": 7,
@@ -48,6 +49,12 @@ def test_gpu_steps_are_the_captured_batches_and_the_bound_is_accepted(name):
     assert run.verdict.bound in GPU_TRUTH[name]["expected_bound"], (run.verdict.text, run.breakdown)
 
 
+# H200 programs whose fixed twin deletes the cause's work (jax_input makes its batch once, before
+# the loop), where the finding's fix overlaps it (the next batch loaded while the step runs): no
+# step can go below the loading, so the projection rests on that, above the twin's step.
+REMOVAL_TWINS = ("jax_input",)
+
+
 @pytest.mark.parametrize("name", sorted(GPU_CAUSE))
 def test_gpu_planted_cause_is_a_top_three_finding_with_a_near_projection(name):
     run = _run("gpu_jax", name)
@@ -59,6 +66,10 @@ def test_gpu_planted_cause_is_a_top_three_finding_with_a_near_projection(name):
         return
     ratio = truth["truth_fixed_ms"] / truth["truth_slow_ms"]
     projected = b.step_if_removed_ps / b.step_ps
+    if name in REMOVAL_TWINS:  # the twin removes what the finding's fix overlaps: the step keeps the loading
+        assert b.projection_basis == "overlap" and b.floor_ps > 0 and projected >= ratio, (b, ratio)
+        assert b.step_if_removed_ps >= b.floor_ps
+        return
     # Where JAX's Python tracer ran (keras_small_steps: 2.4x the untraced step), the projection is
     # of the step less the tracer's estimated cost.
     assert _close(projected, ratio), (projected, ratio, b.title)

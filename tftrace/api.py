@@ -71,6 +71,73 @@ def explore(path: str, host: str | None = None):
     return RunAnalysis(load_run(runs[0]), runs[0].name, host)
 
 
+def findings(path: str | Report):
+    """Each run's ranked findings, compact (`tftrace findings`): id, projection, basis and fix.
+    `path` may also be a Report already made."""
+    from tftrace.analysis.answers.ranked import list_findings
+    return _versioned(list_findings(path if isinstance(path, Report) else report_of(path)))
+
+
+def explain(path: str | Report, finding_id: str):
+    """The ops, owners, steps and median-step timeline behind one finding of the single run at
+    `path` (`tftrace explain`), each list capped."""
+    from tftrace.analysis.answers.explain import explain as explain_one
+    return _versioned(explain_one(one_run(path), finding_id))
+
+
+def whatif(path: str | Report, finding_ids: list[str] | tuple[str, ...]):
+    """The step once the fixes of these findings of the single run at `path` are applied together
+    (`tftrace whatif`), from their projections, with what the figure rests on."""
+    from tftrace.analysis.answers.whatif import what_if
+    return _versioned(what_if(one_run(path), finding_ids))
+
+
+def owners(path: str | Report):
+    """Each run's owners table (who in the program holds each part of a step)."""
+    from tftrace.analysis.answers.run_tables import owners_of
+    return _versioned(owners_of(path if isinstance(path, Report) else report_of(path)))
+
+
+def roofline(path: str | Report, top: int | None = DEFAULT_TOP):
+    """The cost figures each run's report holds: the `top` ops' FLOPs and bytes, the devices' peaks,
+    FLOPs per step and MFU (None where the trace cannot say)."""
+    from tftrace.analysis.answers.run_tables import roofline_of
+    return _versioned(roofline_of(path if isinstance(path, Report) else report_of(path), top))
+
+
+def report_of(path: str) -> Report:
+    """Every op kept (explain needs them all): a path analysed, or a saved JSON report read back."""
+    return _saved_report(path) if path.endswith(".json") else analyze(path, top=None)
+
+
+def one_run(path: str | Report) -> RunReport:
+    """The single readable run of a path (or a Report); several are an error naming them."""
+    report = path if isinstance(path, Report) else report_of(path)
+    runs = [r for r in report.runs if not r.error]
+    if len(runs) != 1:
+        names = ", ".join(r.name for r in report.runs)
+        where = path if isinstance(path, str) else "the report"
+        raise TraceReadError(f"{where} holds {len(runs)} readable runs ({names}); pass one run folder")
+    return runs[0]
+
+
+def schema(name: str | None = None) -> dict:
+    """The JSON Schema (draft 2020-12) of one document tftrace writes (report, diff, findings,
+    explain, whatif, spilled, error), or of all of them together."""
+    from tftrace.model.json_schema import DOCUMENTS, combined_schema, document_schema
+    if name is None:
+        return combined_schema()
+    if name not in DOCUMENTS:
+        raise TftraceError(f"no schema {name!r}; choose one of {', '.join(DOCUMENTS)}")
+    return document_schema(name)
+
+
+def _versioned(answer):
+    """An answer signed with the version that made it (a saved report's may be older)."""
+    import dataclasses
+    return dataclasses.replace(answer, tftrace_version=VERSION)
+
+
 def load(path: str):
     """The Trace (the event table) of the single run at `path` (the first run, by name, of a logdir)."""
     from tftrace.read.loader import load as load_trace

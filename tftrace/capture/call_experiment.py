@@ -61,7 +61,8 @@ class CallExperiments:
             return
         run_dir, steps, seconds = captured
         try:
-            raw = experiment.keras_call(model, call, experiment.batches_for(steps), budget_s=seconds)
+            raw = experiment.keras_call(model, call, experiment.batches_for(steps), budget_s=seconds,
+                                        findings=_top_findings(run_dir) if call == "fit" else ())
         except Exception as e:  # never into the user's training: a warning and a note in the report
             raw = experiment.new("step", call, 0)
             raw["error"] = f"{type(e).__name__}: {e}"
@@ -75,3 +76,17 @@ class CallExperiments:
             warn(f"could not save the confirm experiment beside {run_dir} ({e})")
         from tftrace.analysis.confirmation import interpret
         self.experiments.append(interpret(raw))
+
+
+WHATIF_TOP = 6  # the captured run's top findings whose fixes confirm may time
+
+
+def _top_findings(run_dir: str) -> tuple:
+    """(id, kind, subject, recommendation) of the captured run's top findings, from tftrace's own
+    analysis of it (pure Python, no framework); none where it cannot be analysed."""
+    try:
+        from tftrace.api import analyze
+        run = analyze(run_dir, top=None).runs[0]
+    except Exception:  # an unreadable run: the other experiments still run
+        return ()
+    return tuple((b.id, b.kind, b.id.split("/", 1)[-1], b.recommendation) for b in run.bottlenecks[:WHATIF_TOP])

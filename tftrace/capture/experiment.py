@@ -29,12 +29,14 @@ def batches_for(window_steps: int) -> int:
     return max(MIN_BATCHES, min(MAX_BATCHES, int(window_steps or 0)))
 
 
-def keras_call(model, call: str, n: int, budget_s: float | None = None) -> dict:
+def keras_call(model, call: str, n: int, budget_s: float | None = None, findings=()) -> dict:
     """Input alone and step alone for the running Keras `call` (fit, evaluate or predict), with
     every variable of the model, its optimizer and its metrics put back bit for bit. `budget_s`:
     the capture window's wall time. Short step calls are repeated for at most half of it: the
     input's batches already take about 1.5 windows when input-bound (as slow as the window's
     steps, and half as many again untimed first), so the experiment stays near twice the window.
+    `findings`: the captured run's top bottlenecks (id, kind, subject, recommendation): after a
+    fit, the fix of each that applies to a copy of the model is timed (capture/timed_fixes.py).
     """
     raw = new("step", call, n)
     min_s = MIN_TIMED_S if budget_s is None else min(MIN_TIMED_S, budget_s / 2)
@@ -76,6 +78,9 @@ def keras_call(model, call: str, n: int, budget_s: float | None = None) -> dict:
         raw.update(step_alone_ms=step.ms, step_calls=step.count)
         if call == "predict":
             raw.update(predict_alternatives(model, _features(batch), n, min_s / 4))
+        elif call == "fit" and findings:
+            from tftrace.capture import timed_fixes
+            raw["whatifs"] = timed_fixes.run(model, batch, timed_fixes.plans(findings, model), n)
     finally:
         snapshot.restore()
         if randoms is not None:

@@ -22,5 +22,6 @@ def _numpy_on_one_blas_thread() -> None:
 _numpy_on_one_blas_thread()
 
 from tftrace.cli.commands import app, console, main, run  # noqa: E402 - after numpy's import above
+from tftrace.cli import questions as _questions  # noqa: E402,F401 - registers findings, explain, whatif, schema, mcp
 
 __all__ = ["app", "console", "main", "run"]

@@ -43,7 +43,7 @@ def _command(name: str, help: str):
             try:
                 return fn(*args, **kwargs)
             except KeyboardInterrupt:
-                _warn("interrupted")
+                _fail("interrupted", "interrupted", 130)
                 raise typer.Exit(130) from None
         return app.command(name, help=help, short_help=help.split(". ")[0].rstrip("."))(guarded)
     return register
@@ -256,6 +256,32 @@ def _write_tensorboard(logdir: str, report) -> None:
     _warn(f"TensorBoard summaries in {where} (tftrace tensorboard {logdir})")
 
 
+_JSON_ERRORS = False  # this command's errors are JSON on stdout (--format json, `schema`), else a line on stderr
+_JSON_COMMANDS = ("schema",)  # commands whose output is always JSON
+
+
+def wants_json(args: list[str]) -> bool:
+    """Does the command line ask for JSON (`--format json`, `--format=json`, `-f json`, `-fjson`)?"""
+    if args and args[0] in _JSON_COMMANDS:
+        return True
+    for i, a in enumerate(args):
+        if a in ("--format=json", "-fjson") or (a in ("--format", "-f") and args[i + 1:i + 2] == ["json"]):
+            return True
+    return False
+
+
+def _fail(code: str, message: str, exit_code: int) -> int:
+    """Say an error: `{"error": {"code", "message", "exit"}}` on stdout where JSON was asked for,
+    else one line on stderr; returns the exit code."""
+    if _JSON_ERRORS:
+        import json
+        error = {"error": {"code": code, "message": " ".join(message.split()), "exit": exit_code}}
+        sys.stdout.write(json.dumps(error) + "\n")
+    else:
+        print(f"tftrace: {message}" if code == "interrupted" else f"tftrace: error: {message}", file=sys.stderr)
+    return exit_code
+
+
 def _usage_error(e) -> str:
     """Click's message on one line, pointing at the help of the command it concerns."""
     message = " ".join(e.format_message().split())
@@ -267,6 +293,8 @@ def run(argv: Optional[list] = None) -> int:
     """Run one command; returns its exit code (0 fine, 1 speed gate failed, 2 bad input)."""
     from tftrace.cli.values import install
     from tftrace.model.errors import TftraceError
+    global _JSON_ERRORS
+    _JSON_ERRORS = wants_json(sys.argv[1:] if argv is None else list(argv))
     command = typer.main.get_command(app)
     install(command)  # typer would import pydantic to convert the values: 0.1 s
     try:
@@ -274,11 +302,11 @@ def run(argv: Optional[list] = None) -> int:
         # boxed panels, so every error is one line; --help, --version and completion return 0.
         code = command.main(args=argv, prog_name="tftrace", standalone_mode=False)
     except typer.TyperException as e:  # a wrong option, a missing argument, a bad value
-        print(f"tftrace: error: {_usage_error(e)}", file=sys.stderr)
-        return 2
-    except (CommandError, TftraceError) as e:
-        print(f"tftrace: error: {e}", file=sys.stderr)
-        return 2
+        return _fail("usage", _usage_error(e), 2)
+    except CommandError as e:
+        return _fail("bad_input", str(e), 2)
+    except TftraceError as e:
+        return _fail(e.code, str(e), 2)
     except typer.Abort:  # end of input at a prompt typer itself asked (completion install)
         return 1
     return code if isinstance(code, int) else 0

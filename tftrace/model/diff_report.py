@@ -87,6 +87,22 @@ class MemoryDelta:
 
 
 @dataclass(frozen=True)
+class RateDelta:
+    """Achieved FLOP/s before and after: the step's (with MFU as its shares) or one roofline
+    row's (an op, owner or layer, with its share of the roofline); None where a side has none."""
+
+    scope: str  # step | op | owner | layer
+    name: str
+    phase: str
+    baseline_flops_per_s: float | None
+    candidate_flops_per_s: float | None
+    ratio: float | None  # candidate over baseline
+    baseline_share: float | None  # step: MFU; others: share of the roofline
+    candidate_share: float | None
+    status: str = "changed"  # changed | added | removed
+
+
+@dataclass(frozen=True)
 class Gate:
     """The decision of `tftrace diff --fail-if-slower PCT`; `failed` means exit code 1."""
 
@@ -96,11 +112,42 @@ class Gate:
 
 
 @dataclass(frozen=True)
+class FindingDelta:
+    """One finding of either run, matched by its id: `status` is resolved (the baseline's only),
+    new (the candidate's only) or persisting (both); rank 0 and share 0 on the side without it."""
+
+    id: str
+    kind: str
+    title: str  # the candidate's title where it has the finding, else the baseline's
+    status: str
+    baseline_rank: int
+    candidate_rank: int
+    baseline_share: float  # of step time
+    candidate_share: float
+    baseline_saves_ps: int  # per step, what its fix was projected to save on that side
+    candidate_saves_ps: int
+
+
+@dataclass(frozen=True)
+class DiffVerdict:
+    """The diff in a word and a line: `speed` is faster, slower or same (a significant change in
+    the median step time, else same), or unknown (too few steps to test); `findings` says whether
+    the findings were matched (matched), or why not (`no ids`: a side saved before findings had ids)."""
+
+    speed: str = "unknown"
+    resolved: int = 0
+    new: int = 0
+    persisting: int = 0
+    findings: str = "matched"
+    text: str = ""
+
+
+@dataclass(frozen=True)
 class DiffReport(HtmlDisplay):
     baseline: str
     candidate: str
     step_time: StepTimeDelta
-    breakdown: dict  # part -> PartDelta
+    breakdown: dict[str, PartDelta]  # part -> PartDelta
     ops: tuple[RowDelta, ...]
     layers: tuple[RowDelta, ...]
     categories: tuple[RowDelta, ...]
@@ -118,12 +165,19 @@ class DiffReport(HtmlDisplay):
     # Runs with a device: the device idle while the host waits for input data (a part of host
     # overhead), where either run has any; None otherwise.
     input_wait: PartDelta | None = None
+    rates: tuple[RateDelta, ...] = ()  # achieved FLOP/s: the step's, then ops', owners' and layers' (analysis/cost)
     schema_version: int = SCHEMA_VERSION
+    # The findings of both runs matched by id (resolved, new, persisting), and the diff's verdict.
+    findings: tuple[FindingDelta, ...] = ()
+    verdict: DiffVerdict = DiffVerdict()
+
+    # The rows of these tables name their subject by this key in JSON, not `name` (json_schema.py reads it too).
+    JSON_ROW_KEYS = {"layers": "layer", "categories": "category", "owners": "owner"}
 
     def to_dict(self) -> dict:
         data = _to_json(self)
         data["breakdown"] = {k: _to_json(v) for k, v in self.breakdown.items()}
-        for table, key in (("ops", "name"), ("layers", "layer"), ("categories", "category"), ("owners", "owner")):
+        for table, key in self.JSON_ROW_KEYS.items():
             for row in data[table]:
-                row[key] = row[key] if key == "name" else row.pop("name")
+                row[key] = row.pop("name")
         return data

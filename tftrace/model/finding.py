@@ -35,3 +35,10 @@ class Finding:
     evidence: str = ""
     subject: str = ""
     removed_ps: float = 0.0  # per step, the time its fix removes once nothing else holds the step (0: share's)
+    id: str = ""  # kind/subject (analysis/findings/ids.py), set once every detector has run
+    # What `step_if_removed_ps` rests on (report.PROJECTION_BASES), how it was made, and the step no
+    # such fix goes below (0: none); analysis/findings/projection.py makes the three together.
+    basis: str = ""
+    how: str = ""
+    floor_ps: int = 0
+    measured_step_ps: int | None = None  # the step with the fix applied, as confirm timed it (analysis/measured.py)

@@ -12,10 +12,16 @@ from tftrace.model.errors import ReportError
 from tftrace.model.finding import Fact
 from tftrace.model.memory import Memory
 from tftrace.model.owners import OwnerRow
+from tftrace.model.roofline import Roofline
 from tftrace.model.step_view import StepView
 from tftrace.model.tables import TABLES
 
-SCHEMA_VERSION = 1
+# The JSON contract's version (docs/json.md): it rises whenever keys are added, and a report keeps
+# every key of the versions before it, so any version up to this one reads back (from_dict), the
+# keys it lacks taking their defaults. 2: findings' id, projection basis and how, part, floor and
+# measured step; ops' FLOPs and bytes, layers' FLOPs per step, devices' peaks, a run's FLOPs per step
+# and MFU; a diff's findings and verdict.
+SCHEMA_VERSION = 2
 DEFAULT_TOP = 15  # ops, layers, categories and Python rows a report lists unless asked for more
 SIDES = ("all", "host", "device")  # which ops the op table lists
 BOUNDS = ("input", "compute", "host_overhead", "idle", "unknown")
@@ -134,6 +140,10 @@ class Bottleneck:
     # the work at the reachable efficiency); 0 where the projection has no such floor.
     floor_ps: int = 0
     measured_step_ps: int | None = None  # the step with this fix applied, timed untraced by confirm; None if not
+    # Findings whose savings lie within the run's step-to-step noise (`noise_ps`) of each other are
+    # a tie: each names the rank of its tie's first (0: not tied).
+    tie_rank: int = 0
+    noise_ps: int = 0
 
 
 @dataclass(frozen=True)
@@ -210,6 +220,9 @@ class DeviceRow:
     compute_ps: int = 0  # time at least one kernel computes (copies, memsets and collectives left out)
     peak_flops_per_s: float | None = None  # XProf's peak: the maximum over precisions; None where unknown
     peak_bytes_per_s: float | None = None  # memory bandwidth; None where unknown
+    precision: str = ""  # the arithmetic most of the run's matmul and convolution time on it uses (fp32, tf32, bf16...)
+    precision_peak_flops_per_s: float | None = None  # its peak at that precision; None where unknown
+    peak_source: str = ""  # where the peaks come from (the device plane's stats, a data sheet...)
 
 
 @dataclass(frozen=True)
@@ -286,6 +299,7 @@ class RunReport:
     owners: tuple[OwnerRow, ...] = ()  # who in the program owns each part of a step, largest first
     flops_per_step: float | None = None  # the model's FLOPs in one step; None where unknown
     mfu: float | None = None  # model FLOPs / step time / the devices' peak; None where unknown
+    roofline: Roofline = Roofline()  # per op, owner and layer: work, rates, share of the roofline, bound (analysis/cost)
 
 
 @dataclass(frozen=True)
@@ -327,8 +341,11 @@ class Report(HtmlDisplay):
     def from_dict(cls, data: dict) -> "Report":
         if not isinstance(data, dict) or "runs" not in data:
             raise ReportError("not a tftrace report: no 'runs' key")
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise ReportError(f"report schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
+        version = data.get("schema_version")
+        if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= SCHEMA_VERSION:
+            newer = isinstance(version, int) and version > SCHEMA_VERSION
+            raise ReportError(f"report schema_version {version!r} is not one this tftrace reads (1 to "
+                              f"{SCHEMA_VERSION})" + ("; it was written by a newer tftrace: upgrade" if newer else ""))
         try:
             return _from_json(cls, data)
         except (TypeError, ValueError, KeyError) as e:
@@ -351,6 +368,8 @@ def _table_items(run: RunReport, table: str) -> tuple:
         return getattr(run, f"per_{table[:-1]}")
     if table == "python":
         return run.python.rows
+    if table == "roofline":
+        return run.roofline.rows
     return getattr(run, table)
 
 

@@ -8,11 +8,18 @@ import numpy as np
 
 from tftrace.read.build import TraceBuilder, line_role
 from tftrace.model.events import INT_STATS, STR_STATS, LineInfo
-from tftrace.model.names import Op, parse_tf_op
+from tftrace.model.names import Op, parse_tf_op, strip_annotation
 from tftrace.read.json_stream import event_batches
 
 # Event args worth keeping: step-related stats, and the op a device event ran.
-_WANTED = frozenset(INT_STATS) | frozenset(STR_STATS) | {"long_name"}
+# A kernel's TF op: `tf_op`, or the annotation TensorFlow's trace viewer export writes (`level 0`,
+# `annotation` with its `#shape=...#` tail), as the XSpace of the same capture holds it.
+_KERNEL_OP = ("tf_op", "level 0", "annotation")
+# A device's lines that repeat its kernels' time grouped another way (the trace viewer export's
+# step, name scope and op lines): as in the XSpace they come from, they hold no ops of their own.
+_DERIVED = ("Steps", "TensorFlow Name Scope", "TensorFlow Ops", "Framework Name Scope", "Framework Ops",
+            "XLA Modules", "Source code")
+_WANTED = frozenset(INT_STATS) | frozenset(STR_STATS) | {"long_name", *_KERNEL_OP}
 
 
 def read_trace_json(path: str, builder: TraceBuilder, host: str) -> None:
@@ -25,7 +32,8 @@ def read_trace_json(path: str, builder: TraceBuilder, host: str) -> None:
     for (pid, tid), line in sorted(events.lines.items()):
         plane = events.processes.get(pid, f"pid {pid}")
         name = events.threads.get((pid, tid), str(tid))
-        role = "device_ops" if plane.startswith("/device:") else line_role(plane, name)
+        role = ("derived" if name.startswith(_DERIVED) else "device_ops") if plane.startswith("/device:") \
+            else line_role(plane, name)
         _add_line(builder, LineInfo(host, plane, name, role), line, events.labels)
 
 
@@ -111,11 +119,17 @@ def _add_line(builder: TraceBuilder, info: LineInfo, line: _Line, labels: list[s
         uniq, first = np.unique(local, return_index=True)
         first_of = dict(zip(first.tolist(), uniq.tolist()))  # event -> the label first seen there
         table = np.empty(len(labels), np.int32)
+        named: dict[int, int] = {}  # event -> its op's full name, where the event is named by its type only
         for i in sorted(first_of.keys() | args.keys()):
             if i in first_of:
                 table[first_of[i]] = builder.intern(labels[first_of[i]])
             _stats(builder, stats, i, args.get(i), n)
+            full = _host_op(labels[local[i]], args.get(i))
+            if full:
+                named[i] = builder.intern(full)
         name[:] = table[local]
+        for i, code in named.items():
+            name[i] = code
     builder.add_line(info, name, np.frombuffer(line.start, np.int64), np.frombuffer(line.dur, np.int64), stats)
 
 
@@ -150,7 +164,24 @@ def _int(value) -> int:
 
 
 def _device_code(builder: TraceBuilder, label: str, args: dict) -> int:
-    parsed = parse_tf_op(str(args.get("long_name", ""))) or parse_tf_op(label)
+    parsed = parse_tf_op(str(args.get("long_name", ""))) or _kernel_op(args) or parse_tf_op(label)
     if parsed:
         return builder.intern(f"{parsed[0]}:{parsed[1]}", Op(parsed[0], parsed[1], "device"))
     return builder.intern(f"kernel:{label}", Op(label, label, "device"))
+
+
+def _kernel_op(args: dict):
+    """The TF op a GPU kernel runs, from its arguments; None where none names one."""
+    for key in _KERNEL_OP:
+        parsed = parse_tf_op(strip_annotation(str(args.get(key) or "")))
+        if parsed:
+            return parsed
+    return None
+
+
+def _host_op(label: str, args: dict | None) -> str:
+    """`scope/op:Type` for a host op event the trace viewer export names by its type alone (its
+    `long_name` holds the name, as the XSpace's event name does); "" for any other event."""
+    long_name = str((args or {}).get("long_name") or "")
+    parsed = parse_tf_op(long_name)
+    return long_name if parsed and parsed[1] == label else ""

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from tftrace.render.diff_rates import RATE_COLUMNS, rate_cells
 from tftrace.render.fmt import PART_LABELS, ms, pct
 from tftrace.render.diff_memory import memory_cells, memory_table
 from tftrace.render.wrap import labelled, say
@@ -50,6 +51,10 @@ def _text(diff, color: bool, width: int) -> str:
     con.print()
     labelled(con, "median step time: ", f"{ms(st.baseline_ps)} ms -> {ms(st.candidate_ps)} ms ({st.delta_pct:+.1f}%), "
              f"{'significant' if st.significant else 'not significant'}: {escape(st.test)}", 2)
+    if diff.verdict.text:
+        labelled(con, "verdict: ", escape(diff.verdict.text), 2)
+    for f in diff.findings:
+        labelled(con, f"  {f.status}: ", escape(f"{f.id} ({f.title})"), 2)
     table = Table(title="Step time breakdown (per step)", title_justify="left", show_edge=False)
     for col in ("part", "baseline", "candidate", "delta", "baseline ms", "candidate ms"):
         table.add_column(col, justify="left" if col == "part" else "right")
@@ -80,6 +85,15 @@ def _text(diff, color: bool, width: int) -> str:
             exp.add_row(*_experiment_cells(e))
         con.print()
         con.print(exp)
+    if diff.rates:
+        rates = Table(title="FLOP rates (achieved; shares: MFU for the step, of the roofline for the rest)",
+                      title_justify="left", show_edge=False)
+        for col in RATE_COLUMNS:
+            rates.add_column(col, justify="left" if col in ("what", "phase") else "right")
+        for r in diff.rates:
+            rates.add_row(*(escape(c) for c in rate_cells(r)))
+        con.print()
+        con.print(rates)
     if diff.memory:
         con.print()
         con.print(memory_table(diff.memory))
@@ -121,6 +135,11 @@ def _markdown(diff) -> str:
             f"**{_cell(diff.summary)}**", "",
             f"Median step time {ms(st.baseline_ps)} ms -> {ms(st.candidate_ps)} ms ({st.delta_pct:+.1f}%), "
             f"{'significant' if st.significant else 'not significant'} ({_cell(st.test)}).", ""]
+    if diff.verdict.text:
+        out += [f"Verdict: {_cell(diff.verdict.text)}.", ""]
+    if diff.findings:
+        out += _table(["finding", "status", "baseline rank", "candidate rank", "title"],
+                      [(f.id, f.status, f.baseline_rank or "-", f.candidate_rank or "-", f.title) for f in diff.findings])
     out += [f"- {side} verdict: {_cell(text)}" for side, text in
             (("baseline", diff.baseline_verdict), ("candidate", diff.candidate_verdict)) if text]
     out += [""] if diff.baseline_verdict or diff.candidate_verdict else []
@@ -144,6 +163,9 @@ def _markdown(diff) -> str:
     if diff.experiment:
         out += ["## Experiment (timed apart, ms)", ""]
         out += _table(["figure", "baseline", "candidate"], [_experiment_cells(e) for e in diff.experiment])
+    if diff.rates:
+        out += ["## FLOP rates (achieved; shares: MFU for the step, of the roofline for the rest)", ""]
+        out += _table(list(RATE_COLUMNS), [rate_cells(r) for r in diff.rates])
     if diff.memory:
         out += ["## Memory (peak bytes in use per allocator)", ""]
         out += _table(*memory_cells(diff.memory))

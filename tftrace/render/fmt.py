@@ -30,6 +30,36 @@ def less_profiler(steps) -> str:
     return less + untraced
 
 
+_SI = (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+
+
+def si(value: float, unit: str) -> str:
+    """`3.55e11, "FLOP"` -> `355.5 GFLOP`."""
+    for prefix, size in _SI:
+        if abs(value) >= size:
+            return f"{value / size:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def work_line(run) -> str:
+    """The headline's work: FLOPs per step and what counted them, the achieved rate, and MFU
+    where a peak is known ("" where no work was counted)."""
+    roof = run.roofline
+    if run.flops_per_step is None:
+        return ""
+    out = f"{si(run.flops_per_step, 'FLOP')} a step (from {roof.counted_by})"
+    if roof.flops_per_s is not None:
+        out += f"; {si(roof.flops_per_s, 'FLOP/s')} achieved"
+    if run.mfu is not None and roof.peak_flops_per_s:
+        devices = f"{roof.devices} x " if roof.devices > 1 else ""
+        out += f"; MFU {pct(run.mfu)} of the {roof.device} peak, {devices}{si(roof.peak_flops_per_s, 'FLOP/s')}"
+        if roof.precision_mfu is not None and roof.precision_peak_flops_per_s != roof.peak_flops_per_s:
+            out += f" ({pct(roof.precision_mfu)} at {roof.precision})"
+    elif roof.source:
+        out += f"; {roof.source}"
+    return out
+
+
 OWNERS_TITLE = "Owners (who holds each step: share of the mean step with the gap after it)"
 
 
@@ -71,14 +101,31 @@ def where(op) -> str:
 
 
 def projection(b) -> str:
-    """'72.3 ms -> ~22.1 ms per step' for a bottleneck that carries a projection; for one that
-    saves nothing until the first is fixed, what it saves then."""
+    """'72.3 ms -> ~22.1 ms per step (removed)' for a bottleneck that carries a projection, with
+    what it rests on; for one the trace cannot price, that; for one that saves nothing until the
+    first is fixed, what it saves then; a tie, with the noise it lies within."""
     if not b.step_ps:
         return ""
+    basis = getattr(b, "projection_basis", "")
+    if basis == "none":
+        return "saves: not priced from the trace"
     if getattr(b, "after_first", False):
         return (f"saves nothing while #1 holds the step; once #1 is fixed: ~{ms(b.step_once_first_fixed_ps)} ms "
                 "per step")
-    return f"{ms(b.step_ps)} ms -> ~{ms(b.step_if_removed_ps)} ms per step"
+    out = f"{ms(b.step_ps)} ms -> ~{ms(b.step_if_removed_ps)} ms per step" + (f" ({basis})" if basis else "")
+    if getattr(b, "tie_rank", 0) and b.tie_rank != b.rank:
+        out += f"; tied with #{b.tie_rank} within {ms(b.noise_ps)} ms of noise"
+    return out
+
+
+def projection_how(b) -> str:
+    """How the projection was made (or why there is none), and the step confirm measured with the
+    fix applied, where it did."""
+    how = getattr(b, "projection_how", "")
+    measured = getattr(b, "measured_step_ps", None)
+    if measured is not None:
+        how = (how + "; " if how else "") + f"measured with the fix applied: {ms(measured)} ms per step"
+    return how
 
 
 def tail(name: str, limit: int) -> str:

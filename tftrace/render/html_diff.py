@@ -10,6 +10,7 @@ from tftrace.render.html_diff_charts import (FASTER, SIDE_COLORS, SLOWER, breakd
 from tftrace.render.html_page import fragment, page
 from tftrace.render.html_style import CSS
 from tftrace.render.diff_memory import memory_delta_html
+from tftrace.render.diff_rates import RATE_COLUMNS, rate_cells
 
 DIFF_CSS = CSS + """
 .sides { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 0 14px; }
@@ -35,8 +36,9 @@ def render_diff_fragment(diff) -> str:
 
 
 def _body(diff) -> str:
-    sections = [_headline(diff), _gate(diff), _sides(diff), _distribution(diff), _breakdown(diff), _experiment(diff),
-                _hosts(diff),
+    sections = [_headline(diff), _gate(diff), _sides(diff), _findings(diff), _distribution(diff), _breakdown(diff),
+                _experiment(diff),
+                _hosts(diff), _rates(diff),
                 memory_delta_html(diff.memory),
                 _deltas("Owners", "owners-delta", diff.owners), _deltas("Categories", "categories-delta", diff.categories),
                 _deltas("Layers", "layers-delta", diff.layers), _ops(diff), _notes(diff)]
@@ -73,6 +75,17 @@ def _experiment(diff) -> str:
     return ('<div class="card"><h3>Experiment (timed apart, ms)</h3><div class="table-box"><table data-table="experiment">'
             f"<thead><tr><th>figure</th><th>baseline</th><th>candidate</th></tr></thead><tbody>{rows}</tbody></table>"
             "</div></div>")
+
+
+def _rates(diff) -> str:
+    """Achieved FLOP/s on each side: the step's (with MFU), then ops', owners' and layers'."""
+    if not diff.rates:
+        return ""
+    head = "".join(f"<th>{esc(c)}</th>" for c in RATE_COLUMNS)
+    rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in rate_cells(r)) + "</tr>" for r in diff.rates)
+    return ('<div class="card"><h3>FLOP rates (achieved; shares: MFU for the step, of the roofline for the rest)</h3>'
+            f'<div class="table-box"><table data-table="rates"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
+            "</table></div></div>")
 
 
 def _gate(diff) -> str:
@@ -121,6 +134,19 @@ def _input_wait(diff) -> str:
         return ""
     return (f'<p class="muted">device idle waiting for input (in host overhead): {pct(w.baseline)} -&gt; '
             f"{pct(w.candidate)} ({ms(w.baseline_ps)} ms -&gt; {ms(w.candidate_ps)} ms per step)</p>")
+
+
+def _findings(diff) -> str:
+    """Each finding of either run by id: resolved, new or persisting, under the diff's verdict."""
+    if not diff.findings and not diff.verdict.text:
+        return ""
+    rows = "".join(f'<tr><td><span class="mono">{esc(f.id)}</span></td><td>{esc(f.status)}</td>'
+                   f"<td>{f.baseline_rank or '-'}</td><td>{f.candidate_rank or '-'}</td><td>{esc(f.title)}</td></tr>"
+                   for f in diff.findings)
+    table = ('<div class="table-box"><table data-table="findings"><thead><tr><th>finding</th><th>status</th>'
+             f"<th>baseline rank</th><th>candidate rank</th><th>title</th></tr></thead><tbody>{rows}</tbody></table></div>"
+             if rows else "")
+    return f'<div class="card"><h3>Findings</h3><p>{esc(diff.verdict.text)}</p>{table}</div>'
 
 
 def _hosts(diff) -> str:

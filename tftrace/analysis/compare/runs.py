@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 
 from tftrace.analysis.classify import LOSS_SCOPES, METRIC_SCOPES, OPTIMIZER_SCOPES, UNIQUE_SUFFIX
+from tftrace.analysis.compare.finding_status import finding_deltas, verdict
 from tftrace.analysis.compare.gate import speed_gate
 from tftrace.analysis.compare.significance import compare_steps
 from tftrace.analysis.compare.peaks import memory_deltas
+from tftrace.analysis.compare.rates import rate_deltas
 from tftrace.model.diff_report import DiffReport, ExperimentDelta, HostDelta, PartDelta, RowDelta, StepTime, StepTimeDelta
 from tftrace.model.report import PARTS, RunReport
 
@@ -104,9 +106,11 @@ def diff_runs(base: RunReport, cand: RunReport, base_label: str, cand_label: str
     owners = _rows(*(_owners(r) for r in (base, cand)), {}, top)
     summary = _summary(step, parts, owners or cats, layers, ops, base_label, cand_label)
     gate = speed_gate(step, fail_if_slower) if fail_if_slower is not None else None
+    findings = finding_deltas(base, cand)
     return DiffReport(base_label, cand_label, step, parts, ops, layers, cats, summary,
                       base.verdict.text, cand.verdict.text, notes, b_times, c_times, gate, _hosts(base, cand),
-                      _experiment(base, cand), memory_deltas(base.memory, cand.memory), owners, _input_wait(base, cand))
+                      _experiment(base, cand), memory_deltas(base.memory, cand.memory), owners, _input_wait(base, cand),
+                      rates=rate_deltas(base, cand, top), findings=findings, verdict=verdict(step, findings, base, cand))
 
 
 def _input_wait(base: RunReport, cand: RunReport) -> PartDelta | None:

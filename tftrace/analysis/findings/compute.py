@@ -9,12 +9,12 @@ from collections import defaultdict
 
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
-from tftrace.analysis.findings.fixes import fix_for
+from tftrace.analysis.findings.fixes import fix_for, layer_fix
+from tftrace.analysis.findings.owner_projection import OP_OWNERS, projected
 from tftrace.analysis.owners.how_run import how_run
 from tftrace.analysis.owners.knowledge import known
 from tftrace.model.owners import OwnerRow
 
-OP_OWNERS = ("layer", "optimizer", "metric", "regularizer", "loss", "code", "step", "copy", "collective", "debug")
 _CONFIGURED = ("metric", "regularizer", "debug")  # owners the user configured: named whenever they hold a real share
 TOP = 2  # the heaviest op owners named (configured ones come on top of these)
 SPREAD = 0.6  # unused by the owners' findings; kept for callers that read it
@@ -105,20 +105,9 @@ def _finding(ctx: Context, o: _Owner, share: float, of_model: float) -> Finding:
     facts += more
     if not ctx.owners.program.known and o.kind in ("step", "metric", "regularizer"):
         facts += [fact("unknown", u) for u in ctx.owners.program.unknown]
-    removed = o.wall_ps
-    if kind == "while_loop":  # vectorised, its arithmetic stays: what goes is running it op by op
-        removed = o.wall_ps - o.compute_ps
-    elif kind == "optimizer" and o.name.lower() not in _PLAIN_OPTIMIZERS:
-        removed = SIMPLER * o.wall_ps
-        facts.append(fact("projected", f"with a plain update (SGD), about {1 - SIMPLER:.0%} of {o.name}'s work per "
-                                       "weight"))
-    return Finding(kind, title, share, _paced(ctx, facts), fix, _projected(ctx, removed * ctx.n, share), "compute")
-
-
-# What a plain SGD update costs beside an adaptive optimizer's (Adam and the like read and write
-# two moment slots, with several ops each, per weight): about a fifth of the work.
-SIMPLER = 0.8
-_PLAIN_OPTIMIZERS = {"sgd", "sgd_optimizer", "optimizer"}
+    p = projected(ctx, o, kind, facts, of_model)
+    part = "host_overhead" if kind == "while_loop" else "compute"  # a loop's cost is its dispatch
+    return Finding(kind, title, share, _paced(ctx, facts), fix, p.step_ps, part, subject=o.name, **p.fields())
 
 
 def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, str]:
@@ -142,8 +131,8 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
         top = o.rows[0].what.split(", ")[0] if o.rows[0].what else "its ops"
         backward = sum(p.compute_ps for p in o.rows if p.phase == "backward") / max(o.compute_ps, 1)
         phase = f", {backward:.0%} of it the backward pass" if backward >= 0.5 else ""
-        return (f"{head}: {share:.0%} of each step in its ops{phase}", fix_for("layer", name=o.name,
-                what=_WHAT.get(_category_of(ctx, o.name), "units or channels"), top=top), facts, "layer")
+        fix = layer_fix(o.name, cls, params if isinstance(params, int) else -1, _category_of(ctx, o.name), top)
+        return f"{head}: {share:.0%} of each step in its ops{phase}", fix, facts, "layer"
     if o.kind == "optimizer":
         facts = []
         if program.optimizer:
@@ -156,7 +145,8 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
             facts.append(fact("constraints applied after each update", "; ".join(program.constrained)))
         extras = ", ".join(program.optimizer_extras + tuple(f"constraint {c}" for c in program.constrained))
         key = "optimizer_extras" if extras else ("optimizer_jax" if ctx.jax else "optimizer")
-        return (f"Optimizer {o.name}: {share:.0%} of each step updating the weights", fix_for(key, ctx.idiom(), extras=extras),
+        return (f"Optimizer {o.name}: {share:.0%} of each step updating the weights",
+                fix_for(key, ctx.idiom("cpu" if ctx.on_cpu else "any"), extras=extras),
                 facts, "optimizer")
     if o.kind == "metric":
         configs = [program.metric_configs.get(m, m) for m in program.metrics] or [o.name]
@@ -169,7 +159,7 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
     if o.kind == "loss":
         return (f"Loss {o.name}: {share:.0%} of each step", fix_for("loss", name=o.name), [], "loss")
     if o.kind == "debug":
-        entry = known(o.name, ctx.jax)
+        entry = known(o.name, ctx.xla)
         facts = [fact("what puts it there", entry.why)] if entry else []
         where = sorted({e.name.rsplit("/", 1)[0] for e in ctx.table if e.type == o.name and "/" in e.name})[:3]
         if where:
@@ -187,29 +177,15 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
         return (f"The model's ops, whose names carry no layer scope: {share:.0%} of each step",
                 fix_for("outside_layers"), [fact("owner", "no op of this trace names a layer scope")], "step")
     return (f"The step function's ops outside any layer: {share:.0%} of each step",
-            fix_for("outside_layers", ctx.idiom()),
+            fix_for("outside_layers", ctx.idiom("captured" if ctx.captured else "any")),
             [fact("owner", "the step function's own ops outside every layer, loss, metric and optimizer scope")],
             "step")
-
-
-_WHAT = {"convolution": "filters, a smaller kernel, or a depthwise-separable convolution",
-         "matmul": "units", "reshape": "large reshapes (GlobalAveragePooling2D instead of Flatten)"}
 
 
 def _category_of(ctx: Context, layer: str) -> str:
     top = max((e for e in ctx.table if e.layer == layer and e.category != "input"),
               key=lambda e: (e.self_ps, e.name), default=None)
     return top.category if top else ""
-
-
-def _projected(ctx: Context, removed_ps: float, share: float) -> int:
-    """The mean step without the owner's ops and their dispatch."""
-    if ctx.paced == "cores":  # steps last as long as the CPU work of pipeline and model together
-        load = ctx.load
-        return round(ctx.per_step_ps * (1 - share * load.model_ps / (load.cpu_ps + load.model_ps)))
-    if ctx.paced:  # a lighter model waits longer for the pipeline
-        return round(ctx.per_step_ps)
-    return ctx.projected(removed_ps)
 
 
 def _paced(ctx: Context, facts) -> tuple:

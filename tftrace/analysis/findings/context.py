@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -20,6 +20,11 @@ from tftrace.model.events import Trace
 from tftrace.model.memory import AllocatorRow
 from tftrace.model.names import JIT_CALL
 from tftrace.model.report import Breakdown, InputPipeline, PythonProfile
+from tftrace.model.roofline import Roofline
+
+
+# What TensorFlow records where a tf.function runs (eagerly called, or Keras' step function).
+_TF_CALLS = ("EagerLocalExecute: __inference_", "__inference_", "FunctionRun")
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)  # built by keyword: fields are many, and added
@@ -46,6 +51,8 @@ class Context:
     bound: str = "unknown"  # the verdict's
     memory: tuple[AllocatorRow, ...] = ()  # every allocator of the run, largest peak first
     profiler: ProfilerCost | None = None  # the profiler's own time in each step, by source; None if small
+    measured: dict = field(default_factory=dict)  # finding id -> the step with its fix over without, as confirm timed it
+    roofline: Roofline | None = None  # every op's, owner's and layer's work against the device's roofs (analysis/cost)
 
     @property
     def n(self) -> int:
@@ -85,9 +92,34 @@ class Context:
         return made[make]
 
     @cached_property
-    def jax(self) -> bool:
-        """A JAX (or Keras-on-JAX) run: jitted calls on the host, or XLA ops run by the host."""
+    def xla(self) -> bool:
+        """XLA runs the step's ops (JAX, or a TensorFlow step compiled with `jit_compile=True`):
+        their types are HLO's."""
         return self.trace.has_prefix(JIT_CALL) or any(op.kind == "xla" for op in self.trace.ops.values())
+
+    @cached_property
+    def jax(self) -> bool:
+        """A JAX (or Keras-on-JAX) run: jitted calls on the host, or XLA ops run by the host with no
+        TensorFlow function around them (a TF step compiled with XLA is TensorFlow's: `tf_xla`)."""
+        return self.trace.has_prefix(JIT_CALL) or (self.xla and not self.tf_xla)
+
+    @cached_property
+    def tf_xla(self) -> bool:
+        """A TensorFlow step compiled with XLA (`jit_compile=True`): XLA's ops run inside a
+        tf.function's call."""
+        return (not self.trace.has_prefix(JIT_CALL) and any(op.kind == "xla" for op in self.trace.ops.values())
+                and any(self.trace.has_prefix(p) for p in _TF_CALLS))
+
+    @property
+    def on_cpu(self) -> bool:
+        """No accelerator ran the step: the host's CPU did (XLA's runtime rarely pays for itself there)."""
+        return self.tl.device_busy is None and not self.trace.devices
+
+    @property
+    def captured(self) -> bool:
+        """tftrace captured the run (TraceCallback or tftrace.trace()): its sidecar exists, with
+        the program's configuration and, where it sampled, its Python."""
+        return bool(self.trace.sidecar)
 
     @cached_property
     def torch(self) -> bool:

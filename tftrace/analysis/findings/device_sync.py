@@ -16,6 +16,7 @@ import numpy as np
 
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.intervals import covered, merge, overlap
 from tftrace.model.names import JIT_CALL
@@ -64,7 +65,12 @@ def detect(ctx: Context) -> list[Finding]:
     else:
         title = f"Device-to-host sync every step ({read}): the host waits {waited.sum() / n / 1e9:.2f} ms per step"
     fix = fix_for("device_sync", "keras" if keras else "custom", read=read)
-    return [Finding("device_sync", title, share, facts, fix, ctx.projected(float(saved.sum())), "host_overhead")]
+    step = ctx.projected(float(saved.sum()))
+    p = projection.Projection(step, "overlap",
+                              f"the host's other work ({other_host.sum() / n / 1e9:.3g} ms per step) runs while the "
+                              f"device computes ({busy.sum() / n / 1e9:.3g} ms), not after it: the step less the shorter "
+                              "of the two in each step, the longer setting it", step)
+    return [Finding("device_sync", title, share, facts, fix, p.step_ps, "host_overhead", subject=read, **p.fields())]
 
 
 def _waits(ctx: Context):

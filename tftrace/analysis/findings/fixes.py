@@ -26,6 +26,12 @@ _FIXES = {
                 "(`tf.data.Dataset.bucket_by_sequence_length`), batch with `drop_remainder=True`, and keep "
                 "other arguments as tensors; or leave `jit_compile` off for inputs whose shapes keep changing."),
     },
+    "xla_cpu": {
+        "any": ("On a CPU, compile the step without XLA: `model.compile(..., jit_compile=False)` (Keras turns XLA "
+                "off by default on machines with no GPU or TPU). TensorFlow's own CPU kernels (oneDNN) run small and "
+                "medium models without XLA's per-step runtime; XLA pays off on GPUs and TPUs, and for steps of many "
+                "small elementwise ops it can fuse."),
+    },
     "eager": {
         "keras": ("The model runs eagerly (`run_eagerly=True`, often left on from debugging): compile it with "
                   "`model.compile(..., run_eagerly=False)` (the default) so each step runs as one graph."),
@@ -104,10 +110,11 @@ _FIXES = {
     },
     "per_call_overhead": {
         "predict": ("model.predict() wraps its input in a new tf.data dataset and iterator on every call, which "
-                    "costs far more than the model itself on one item or a small batch. Call the model directly: "
-                    "`model(x, training=False)`, or a `tf.function`-wrapped call you reuse "
-                    "(`fast = tf.function(lambda x: model(x, training=False))`), or `model.predict_on_batch(x)`; or "
-                    "collect many inputs into one batch and call predict once."),
+                    "costs far more than the model itself on one item or a small batch. Call the compiled model "
+                    "directly: `model.predict_on_batch(x)`, or a `tf.function`-wrapped call you reuse "
+                    "(`fast = tf.function(lambda x: model(x, training=False))`); or collect many inputs into one "
+                    "batch and call predict once. (A bare `model(x, training=False)` runs op by op in Keras 3: "
+                    "cheaper than predict, dearer than a compiled call.)"),
         "keras": ("{call}() builds a new tf.data pipeline and iterator on every call: call it once over the whole "
                   "dataset (more epochs or steps per call) instead of once per batch, or use `train_on_batch` / "
                   "`test_on_batch` for single batches."),
@@ -116,15 +123,26 @@ _FIXES = {
         "predict": ("The same fix as for predict's pipeline: call the model directly (`model(x, training=False)` "
                     "or a reused `tf.function`), or predict many inputs in one call."),
     },
-    "host_overhead": {
+    "host_overhead": {  # captured: by TraceCallback (it already samples Python); cpu: no accelerator (no XLA advice)
         "torch_xla": ("This host time inside the steps runs no device work: PyTorch/XLA tracing the step's ops into "
                       "its lazy graph, hashing and looking the graph up, and the Python around it. Compile the step once "
                       "(`torch_xla.compile(step_fn)`), feed batches with `MpDeviceLoader`, and raise the batch size."),
         "any": ("This host time inside the steps runs no op: the framework's own work around them (function calls, "
                 "iterators, argument handling) or Python this capture did not record. Capture with "
                 "`tftrace.TraceCallback` (it samples Python, naming the functions behind it), and cut the per-step "
-                "cost with fewer calls: `steps_per_execution` in fit, one compiled step (`jit_compile=True`), "
-                "larger batches."),
+                "cost with fewer calls: `steps_per_execution` in fit, one compiled step (`jit_compile=True`, with "
+                "input shapes that stay the same from batch to batch), larger batches."),
+        "cpu": ("This host time inside the steps runs no op: the framework's own work around them (function calls, "
+                "iterators, argument handling) or Python this capture did not record. Capture with "
+                "`tftrace.TraceCallback` (it samples Python, naming the functions behind it), and cut the per-step "
+                "cost with fewer calls: `steps_per_execution` in fit, larger batches."),
+        "captured": ("This host time inside the steps runs no op and no Python the sampler saw: TensorFlow's own "
+                     "work around the ops (its executor, function calls, iterators). Cut the per-step cost with "
+                     "fewer calls: `steps_per_execution` in fit, one compiled step (`jit_compile=True`, with input "
+                     "shapes that stay the same from batch to batch), larger batches."),
+        "captured_cpu": ("This host time inside the steps runs no op and no Python the sampler saw: TensorFlow's own "
+                         "work around the ops (its executor, function calls, iterators). Cut the per-step cost with "
+                         "fewer calls: `steps_per_execution` in fit, larger batches."),
         "torch": ("This host time inside the steps runs no op: PyTorch's own dispatch around the ops (the Python "
                   "and C++ of each `aten::` call, autograd's bookkeeping) or Python this capture did not record. "
                   "Run fewer, larger ops: compile the model (`torch.compile(model)`; on Keras' torch backend "
@@ -149,12 +167,22 @@ _FIXES = {
                   "elementwise ops), capture the step in CUDA graphs (`torch.compile(mode=\"reduce-overhead\")`), "
                   "use the optimizer's `foreach=True` or `fused=True` updates, and raise the batch size."),
         "any": ("Each op the step runs costs the runtime a few microseconds to schedule, whatever its size: run "
-                "fewer, larger ops. Compile the step with XLA (`model.compile(..., jit_compile=True)`), which fuses "
-                "them (the optimizer's per-weight updates among them), run several steps per call "
-                "(`steps_per_execution`), and use a larger batch so each op does more work."),
+                "fewer, larger ops. Compile the step with XLA (`model.compile(..., jit_compile=True)`, where input "
+                "shapes stay the same from batch to batch: each new shape recompiles), which fuses them (the "
+                "optimizer's per-weight updates among them), run several steps per call (`steps_per_execution`), "
+                "and use a larger batch so each op does more work."),
+        "keras_cpu": ("Each op the step runs costs the runtime a few microseconds to schedule, whatever its size: "
+                      "run fewer, larger ops: a larger batch so each op does more work, fewer and wider layers, and "
+                      "several steps per call (`steps_per_execution`) for the loop's own share. (XLA, "
+                      "`jit_compile=True`, fuses ops but on a CPU its runtime often costs more than it saves.)"),
         "custom": ("Each op the step runs costs the runtime a few microseconds to schedule, whatever its size: run "
-                   "fewer, larger ops. Compile the step with XLA (`@tf.function(jit_compile=True)`), which fuses "
-                   "them, loop over several batches inside one tf.function call, and use a larger batch."),
+                   "fewer, larger ops. Compile the step with XLA (`@tf.function(jit_compile=True)`, where input "
+                   "shapes stay the same), which fuses them, loop over several batches inside one tf.function call, "
+                   "and use a larger batch."),
+        "custom_cpu": ("Each op the step runs costs the runtime a few microseconds to schedule, whatever its size: "
+                       "run fewer, larger ops: a larger batch so each op does more work, and several batches inside "
+                       "one tf.function call. (XLA, `jit_compile=True`, fuses ops but on a CPU its runtime often "
+                       "costs more than it saves.)"),
         "jax": ("Each dispatched op costs the host time, whatever its size: put the whole step under one "
                 "`jax.jit` so XLA fuses it, and give each call more work (a larger batch, several steps per call "
                 "with `jax.lax.scan`)."),
@@ -190,6 +218,11 @@ _FIXES = {
         "custom": ("Use mixed precision: `keras.mixed_precision.set_global_policy('mixed_bfloat16')` (or "
                    "'mixed_float16' with loss scaling on GPUs without bfloat16)."),
     },
+    "precision_cpu": {
+        "any": ("Compute in float32 on a CPU: `keras.mixed_precision.set_global_policy('float32')` before building "
+                "the model (or drop `dtype='mixed_float16'` from the layers). Keep mixed precision for GPUs with "
+                "tensor cores, where it pays."),
+    },
     "device_sync": {
         "custom": ("`{read}` on a step's result makes the host wait until the device has finished that step, every "
                    "step, so JAX's asynchronous dispatch can no longer run the host's next work (making the batch, "
@@ -208,9 +241,27 @@ _FIXES = {
                 "off the step's path: prepare the next batch in a background thread (a `keras.utils.PyDataset` with "
                 "`workers`, or `jax.device_put` of batch n+1 while step n runs), and log every N steps."),
     },
-    "layer": {
-        "any": ("Layer {name} is where the model's compute goes (its top op: {top}): make it smaller (fewer {what}), "
-                "replace it with a cheaper kind of layer, or run it in mixed precision on GPU/TPU."),
+    "layer": {  # by what the layer is (layer_fix picks): its levers, never what it already is
+        "conv": ("Layer {name} is where the model's compute goes (its top op: {top}): fewer filters, a smaller "
+                 "kernel or stride-2 downsampling before it, or a depthwise-separable convolution "
+                 "(`SeparableConv2D`); on a GPU or TPU, mixed precision."),
+        "separable": ("Layer {name} is already a depthwise-separable convolution (its top op: {top}): its cost is "
+                      "its filters and its input's size: fewer filters, a smaller `depth_multiplier`, or downsample "
+                      "before it; on a GPU or TPU, mixed precision."),
+        "dense": ("Layer {name} is where the model's compute goes (its top op: {top}): fewer units, a narrower input "
+                  "(pool or project before it), or on a GPU or TPU, mixed precision."),
+        "weightless": ("Layer {name} has no weights (its top op: {top}): what it costs scales with the tensor it "
+                       "gets, so make that smaller (downsample or pool earlier, fewer channels in the layer before "
+                       "it), or drop it where the model does without it."),
+        "recurrent": ("Layer {name} runs its recurrence step by step (its top op: {top}): keep it on the fused "
+                      "kernel (default activations, `recurrent_dropout=0`, `unroll=False`), use fewer units or "
+                      "shorter sequences, or a convolution or attention in its place."),
+        "flatten": ("Layer {name} flattens a large feature map (its top op: {top}), and the layer after it pays for "
+                    "its size: `GlobalAveragePooling2D` in its place shrinks both."),
+        "embedding": ("Layer {name} (its top op: {top}) gathers rows of its table and, in training, scatters their "
+                      "gradients: a smaller table or output dimension, or an optimizer with sparse updates."),
+        "any": ("Layer {name} is where the model's compute goes (its top op: {top}): make it smaller, replace it with "
+                "a cheaper kind of layer, or run it in mixed precision on GPU/TPU."),
     },
     "optimizer": {
         "torch": ("The optimizer's update runs several small ops for every weight each step: use its multi-tensor or "
@@ -222,10 +273,15 @@ _FIXES = {
                       "weights (freeze what you do not fine-tune), use a simpler optimizer (SGD with momentum) where it "
                       "trains as well, and under mixed precision the `torch_xla.amp.syncfree` optimizers, which skip "
                       "the host sync on inf checks."),
-        "any": ("The optimizer's update runs several small ops for every weight each step, each dispatched on its own: "
-                "compile the step with XLA (`model.compile(..., jit_compile=True)`) so the updates fuse, run several "
-                "steps per call (`steps_per_execution`), train fewer weights (freeze layers you do not fine-tune), "
-                "or use a simpler optimizer (SGD with momentum) where it trains as well."),
+        "any": ("The optimizer's update reads and writes every weight and its slots each step, in several small ops "
+                "per weight: use a plain update where it trains as well (SGD with momentum does about a fifth of "
+                "Adam's work per weight), train fewer weights (freeze layers you do not fine-tune), or fuse the "
+                "updates with XLA (`model.compile(..., jit_compile=True)`, where input shapes stay the same from "
+                "batch to batch: each new shape recompiles)."),
+        "cpu": ("The optimizer's update reads and writes every weight and its slots each step, in several small ops "
+                "per weight: use a plain update where it trains as well (SGD with momentum does about a fifth of "
+                "Adam's work per weight), or train fewer weights (freeze layers you do not fine-tune). (XLA fuses "
+                "the updates, but on a CPU its runtime often costs a step more than it saves.)"),
     },
     "optimizer_jax": {
         "any": ("The optimizer's update touches every weight every step: train fewer weights (freeze what you do "
@@ -273,6 +329,10 @@ _FIXES = {
                 "train_step's own work, a metric, a weight penalty, sample weighting): name them with "
                 "`tf.name_scope('...')` or capture with `tftrace.TraceCallback`, whose sidecar records the "
                 "program's configuration, so their owner is known; then make that work cheaper or run it less often."),
+        "captured": ("These ops run in the step function outside every layer, loss and optimizer scope, and the "
+                     "program's configuration names no metric or penalty that makes them (a custom train_step's own "
+                     "work, sample weighting): name them with `tf.name_scope('...')` to see what they are, then make "
+                     "that work cheaper or run it less often."),
         "torch": ("These ops run outside every module's call and outside the loss's and the optimizer's: the step's "
                   "own work (moving and casting the batch, metrics, logging). Name a part with "
                   "`torch.profiler.record_function('...')` to see its owner, and capture with `tftrace.trace()` (or "
@@ -367,6 +427,17 @@ _FIXES = {
 }
 
 
+def fix_table() -> dict[str, dict[str, str]]:
+    """Every cause's fix per loop, as written here (placeholders such as `{fn}` unfilled): for the
+    skill's reference pages (skills/generate.py)."""
+    return {cause: dict(texts) for cause, texts in _FIXES.items()}
+
+
+def pipeline_table() -> tuple[tuple[str, str, str], ...]:
+    """The tf.data fixes: (the work they are for, what the pipeline must lack, the fix)."""
+    return _PIPELINE
+
+
 def fix_for(cause: str, loop: str = "any", **names) -> str:
     """The fix paragraph for a cause in a loop (falling back to the cause's general one); the
     knowledge table's causes (owners/knowledge.py) by framework (`loop` "jax" or any other)."""
@@ -402,9 +473,11 @@ _PIPELINE = (
 
 
 def pipeline_fix(kinds: list[str], has: dict[str, bool]) -> str:
-    """The fix for a pipeline whose work goes mainly to `kinds`, never advising what it has."""
+    """The fix for a pipeline whose work goes mainly to `kinds`, never advising what it has; where
+    calling the map function per element is most of the work (`has["calls"]`), vectorising first."""
     out = []
-    for wanted, needs, text in _PIPELINE:
+    table = sorted(_PIPELINE, key=lambda entry: entry[1] != "batched") if has.get("calls") else _PIPELINE
+    for wanted, needs, text in table:
         if wanted and not set(wanted.split()) & set(kinds):
             continue
         if needs and has.get(needs):
@@ -413,3 +486,22 @@ def pipeline_fix(kinds: list[str], has: dict[str, bool]) -> str:
             continue
         out.append(text)
     return " ".join(out) or "Add `.prefetch(tf.data.AUTOTUNE)` at the end of the pipeline and parallelize its slowest stage."
+
+
+# Layer classes by the levers their fix names (the sidecar's class; else the top op's category).
+_LAYER_KINDS = {"separable": ("SeparableConv1D", "SeparableConv2D", "DepthwiseConv1D", "DepthwiseConv2D"),
+                "conv": ("Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose"),
+                "dense": ("Dense", "EinsumDense"),
+                "recurrent": ("LSTM", "GRU", "SimpleRNN", "Bidirectional", "RNN", "ConvLSTM2D"),
+                "embedding": ("Embedding",), "flatten": ("Flatten",)}
+
+
+def layer_fix(name: str, cls: str, params: int, category: str, top: str) -> str:
+    """The fix of a layer that holds much of the step, by what the layer is: a class's own levers,
+    and for a layer without weights (pooling, reshaping, activation) the size of its input."""
+    kind = next((k for k, classes in _LAYER_KINDS.items() if cls in classes), "")
+    if not kind and params == 0:
+        kind = "weightless"
+    if not kind and not cls:
+        kind = {"convolution": "conv", "matmul": "dense"}.get(category, "any")
+    return fix_for("layer", kind or "any", name=name, top=top)

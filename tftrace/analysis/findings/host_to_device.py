@@ -12,6 +12,7 @@ import numpy as np
 from tftrace.analysis.classify import category_of_type
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.intervals import covered, merge, overlap
 
@@ -31,8 +32,9 @@ def host_to_device(ctx: Context) -> Finding:
              ms_fact("per step", tl.input.sum() / ctx.n), *_counts(ctx)]
     copies = next((f.value for f in facts if f.label == "host-to-device copies per step"), 0)
     title = "Host-to-device copies" + (f": {round(copies)} per step" if copies >= 1 else "")
-    return Finding("input", title, b.input, tuple(facts), fix_for("h2d", _loop(ctx)), ctx.projected(tl.input.sum()),
-                   "input")
+    p = hidden(ctx, tl.input.sum(), "input copies the device waits for")
+    return Finding("input", title, b.input, tuple(facts), fix_for("h2d", _loop(ctx)), p.step_ps,
+                   "input", subject="host-to-device", **p.fields())
 
 
 def detect(ctx: Context) -> list[Finding]:
@@ -53,8 +55,20 @@ def detect(ctx: Context) -> list[Finding]:
     facts = (ms_fact("moving data to the device per step, the model idle", alone.sum() / ctx.n),
              pct_fact("share of wall time", share), fact("how", _how(ctx)), *_counts(ctx))
     title = f"Host-to-device copies every step ({_how(ctx)}): {alone.sum() / ctx.n / 1e9:.2f} ms per step"
+    # The fix's first way puts the data on the device once, before the loop: the copies go.
+    p = projection.removed(ctx, float(alone.sum()), "moving data to the device while the model idles")
     return [Finding("host_to_device", title, share, facts, fix_for("h2d", _loop(ctx)),
-                    ctx.projected(float(alone.sum())), "host_overhead")]
+                    p.step_ps, "host_overhead", subject="host-to-device", **p.fields())]
+
+
+def hidden(ctx: Context, alone_ps: float, what: str) -> projection.Projection:
+    """Copies moved off the step's path (prefetched while the step before computes): the step
+    loses the time they run alone, and cannot go below the copies themselves."""
+    per = alone_ps / ctx.n
+    step = ctx.projected(alone_ps)
+    return projection.Projection(max(step, round(per)), "overlap",
+                                 f"the step less {what} ({per / 1e9:.3g} ms per step), which then runs while the "
+                                 "step before computes; never below the copies themselves", round(per))
 
 
 def _is_transfer(name: str) -> bool:

@@ -9,6 +9,7 @@ import numpy as np
 
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.findings.op_by_op import jit_calls
 from tftrace.analysis.sums import distinct
@@ -48,5 +49,6 @@ def detect(ctx: Context) -> list[Finding]:
              ms_fact("tracing, lowering and compiling per compiling call", lost / len(compiling)),
              pct_fact("share of wall time", share))
     title = f"Recompilation: jax.jit compiles {fn} again in {len(steps)} of {ctx.n} steps"
+    p = projection.removed(ctx, lost, f"{fn}'s tracing, lowering and compiling beyond a plain call")
     return [Finding("recompilation", title, share, facts, fix_for("recompilation_jax", fn=fn),
-                    ctx.projected(lost), "host_overhead")]
+                    p.step_ps, "host_overhead", subject=fn, **p.fields())]

@@ -10,6 +10,7 @@ import numpy as np
 
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 
 _CALL = re.compile(r"\$trainer\.py:\d+ (?P<call>predict|evaluate|fit)\Z")
@@ -47,5 +48,6 @@ def detect(ctx: Context) -> list[Finding]:
              ms_fact("the steps themselves, per call", float(inner[holding].mean())),
              pct_fact("share of wall time", share))
     title = f"model.{call}() per batch: {per / 1e9:.2f} ms of Keras' per-call work around each call's steps"
+    p = projection.removed(ctx, float(own.sum()), f"Keras' per-call work around each {call}() call's steps")
     return [Finding("per_call_overhead", title, share, facts, fix_for("per_call_jax", call, call=call),
-                    ctx.projected(float(own.sum())), "idle")]
+                    p.step_ps, "idle", subject=f"model.{call}", **p.fields())]

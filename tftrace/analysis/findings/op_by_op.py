@@ -10,6 +10,7 @@ import numpy as np
 
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.steps.found import outermost
 from tftrace.model.names import JIT_CALL, jit_function
@@ -35,9 +36,11 @@ def detect(ctx: Context) -> list[Finding]:
     title = (f"run_eagerly=True: the train step runs op by op ({round(per_step)} jitted calls per step)" if keras else
              f"Un-jitted step: {round(per_step)} operations dispatched one by one per step")
     # Compiled, the step keeps its ops' and input's time (and the loop's gaps).
-    projected = round((ctx.tl.compute.sum() + ctx.tl.input.sum() + ctx.tl.idle.sum()) / ctx.n)
+    p = projection.kept(ctx, (ctx.tl.compute.sum() + ctx.tl.input.sum() + ctx.tl.idle.sum()) / ctx.n, "dispatch",
+                        "its ops, its input wait and the gaps between steps: jitted whole, no operation is "
+                        "dispatched on its own")
     return [Finding("eager", title, b.host_overhead, facts, fix_for("eager_jax", "keras" if keras else "custom"),
-                    projected, "host_overhead")]
+                    p.step_ps, "host_overhead", subject="step", **p.fields())]
 
 
 def _calls_per_step(ctx: Context) -> Counter:

@@ -8,6 +8,7 @@ import re
 
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.host_to_device import host_to_device
 from tftrace.analysis.findings import dataloader
 from tftrace.analysis.findings.fixes import fix_for, pipeline_fix
@@ -90,6 +91,7 @@ def detect(ctx: Context) -> list[Finding]:
     where, in_fn = hottest_fact(ctx, ("input pipeline",))
     kinds = work_by_kind(ctx.pipeline)
     has = {**features(ctx.pipeline), "batched": maps_batches(ctx.trace.names)}
+    has["calls"] = not has["batched"] and _calls_dominate(kinds)
     title, facts = _what(ctx, kinds, has)
     if in_fn:
         title = f"Input pipeline{in_fn}" + (f" ({ctx.pipeline.slowest} stage)" if ctx.pipeline.slowest else "")
@@ -100,7 +102,7 @@ def detect(ctx: Context) -> list[Finding]:
         title, facts, waits_in = dataloader.title(ctx.trace, device), (), "the DataLoader"
         fix = dataloader.fix(ctx.trace, device)
     if tl.device_busy is None:
-        out += _on_the_host(ctx, kinds, title, facts + where, fix, waits_in)
+        out += _on_the_host(ctx, kinds, title, facts + where, fix, waits_in, has["calls"])
     if tl.device_busy is not None and b.input > 0 and not ctx.jax:  # JAX runs: host_to_device.detect
         out.append(host_to_device(ctx))
     wait = tl.fraction(tl.input_wait) if tl.input_wait is not None else 0.0
@@ -108,12 +110,29 @@ def detect(ctx: Context) -> list[Finding]:
         facts_wait = (pct_fact(f"share of step time the device runs nothing while the host waits in {waits_in}", wait),
                       ms_fact("per step", tl.input_wait.sum() / ctx.n))
         head = title if ctx.torch else "Device idle while the host waits for input data" + title[len("Input pipeline"):]
+        step = ctx.projected(tl.input_wait.sum())
+        p = projection.Projection(step, "overlap",
+                                  f"the step less the device's wait for input ({ms(tl.input_wait.sum() / ctx.n)} per "
+                                  "step): the batch ready when the step starts, the model's step setting the pace",
+                                  step)
         out.append(Finding("input", head,
-                           wait, facts_wait + facts + where, fix, ctx.projected(tl.input_wait.sum()), "host_overhead"))
+                           wait, facts_wait + facts + where, fix, p.step_ps, "host_overhead",
+                           subject=_subject(ctx, kinds), **p.fields()))
     return out
 
 
-def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str, waits_in: str) -> list[Finding]:
+CALLS = 0.8  # of a map's work in calling its function per element: vectorising it is the fix that pays
+
+
+def _calls_dominate(kinds) -> bool:
+    """Does calling the map function per element, not the ops it runs, hold most of the map's work?"""
+    work = dict((k, ps) for k, ps, _ in kinds)
+    calls, ops = work.get("map", 0), work.get("map_ops", 0)
+    return calls > 0 and calls >= CALLS * (calls + ops)
+
+
+def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str, waits_in: str,
+                 vectorise: bool = False) -> list[Finding]:
     """The input finding of a host-only run: the wait for input, and the pipeline's work where it
     takes the cores from the model's ops."""
     b, tl = ctx.breakdown, ctx.tl
@@ -128,7 +147,10 @@ def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str, waits_
         cpu = (pct_fact(f"share of the {load.cores} cores' time the pipeline's work takes", load.core_share),
                ms_fact("the model's op work per step beside it", load.model_ps / ctx.n))
         share = min(load.cpu_share, 1 - b.idle)
-        return [Finding("input", title, share, wait + cpu + facts, fix, ctx.projected(share * ctx.wall_ps), "input")]
+        p = projection.removed(ctx, share * ctx.wall_ps, "the pipeline's share of the cores' work, which sets "
+                               "the step's pace")
+        return [Finding("input", title, share, wait + cpu + facts, fix, p.step_ps, "input",
+                        subject=_subject(ctx, kinds), **p.fields())]
     # On the host the pipeline's threads share the cores with the model's ops: its work while
     # the model computes slows the model down, though the model does not wait for it.
     contended = work * (1 - b.input) / cores if b.input < HIGHLY_INPUT else 0
@@ -140,7 +162,11 @@ def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str, waits_
         contended = min(cpu_ps * (1 - b.input) / cores, tl.compute.sum() * (1 - 1 / cores))
     share = min(b.input + contended / ctx.wall_ps, 1 - b.idle)
     removed = tl.input.sum() + contended
-    if not has_parallel(ctx) and work > 0 and kinds and kinds[0][0] in ("map", "map_ops"):
+    floor = 0.0
+    # Made parallel (the fix's first way where the map is not), the pipeline's work still runs on
+    # the same cores as the model's ops; vectorised (its first way where calling the function per
+    # element is most of the work), most of that work goes.
+    if not has_parallel(ctx) and not vectorise and work > 0 and kinds and kinds[0][0] in ("map", "map_ops"):
         # Made parallel, the pipeline's work still runs on the same cores as the model's ops: the
         # step cannot drop below both together spread over the cores.
         model = ctx.load.model_ps if ctx.load is not None else tl.compute.sum()
@@ -152,7 +178,29 @@ def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str, waits_
             title = "Input pipeline competes with the model for the CPU:" + title[len("Input pipeline:"):]
     if share <= 0:
         return []
-    return [Finding("input", title, share, wait + facts, fix, ctx.projected(removed), "input")]
+    if floor:
+        p = projection.Projection(ctx.projected(removed), "overlap",
+                                  f"the pipeline's work ({ms(work / ctx.n)} per step) run in parallel beside the "
+                                  f"model's: the step no shorter than both spread over the {cores} cores",
+                                  round(floor / ctx.n))
+    elif kinds and kinds[0][0] == "python":  # its stage time is mostly waiting for the GIL: no CPU floor to state
+        step = ctx.projected(removed)
+        p = projection.Projection(step, "overlap",
+                                  f"the step less its wait for input ({ms(tl.input.sum() / ctx.n)} per step): the "
+                                  "Python run in workers beside the model, so the batch is ready when the step "
+                                  "starts and the model's step sets the pace", step)
+    else:
+        p = projection.removed(ctx, removed, "the wait for input and the cores' time the pipeline takes from the "
+                               "model's ops")
+    return [Finding("input", title, share, wait + facts, fix, p.step_ps, "input", subject=_subject(ctx, kinds),
+                    **p.fields())]
+
+
+def _subject(ctx: Context, kinds) -> str:
+    """What an input finding is about: the DataLoader, or the pipeline's heaviest kind of work."""
+    if ctx.torch:
+        return "DataLoader"
+    return kinds[0][0] if kinds else "input pipeline"
 
 
 def has_parallel(ctx: Context) -> bool:
@@ -167,7 +215,7 @@ def _what(ctx: Context, kinds, has) -> tuple[str, tuple]:
     top, ps, names = kinds[0]
     facts = [fact("pipeline work by kind", ", ".join(f"{KIND_WORDS[k]} {ms(p / ctx.n)} per step ({p / total:.0%}; "
                                                       f"{', '.join(n[:3])})" for k, p, n in kinds[:3]))]
-    present = [k for k, v in has.items() if v]
+    present = [k for k, v in has.items() if v and k != "calls"]
     facts.append(fact("the pipeline already has", ", ".join(
         {"parallel": "a parallel map", "prefetch": "prefetch", "cache": "a cache",
          "batched": "a map over whole batches"}[k] for k in present) or "nothing of "

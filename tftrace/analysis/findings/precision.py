@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 
 MIN_SHARE = 0.3  # of the device's op time in fp32/TF32 matmuls and convolutions
@@ -33,7 +34,10 @@ def detect(ctx: Context) -> list[Finding]:
     title = f"{'/'.join(kinds).upper()} {what}: {share_of_ops:.0%} of the device's op time; bfloat16 would halve it"
     loop = "keras" if ctx.keras_jax or ctx.loop == "keras" else "jax" if ctx.jax else "custom"
     saved = share * (1 - 1 / SPEEDUP) * ctx.wall_ps
-    return [Finding("precision", title, share, facts, fix_for("precision", loop), ctx.projected(saved), "compute")]
+    p = projection.scaled(ctx, saved, f"these kernels at bfloat16's tensor-core rate, about {SPEEDUP:g}x their "
+                                      f"{'/'.join(kinds).upper()} rate on this GPU; the rest of the step unchanged")
+    return [Finding("precision", title, share, facts, fix_for("precision", loop), p.step_ps, "compute",
+                    subject="/".join(kinds), **p.fields())]
 
 
 def _kernel_sample(entries) -> str:

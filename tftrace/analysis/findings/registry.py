@@ -8,20 +8,24 @@ from __future__ import annotations
 
 from tftrace.analysis.findings import (callbacks, compute, device_sync, eager, gaps, host_to_device, jit_compile,
                                        keras_calls, memory_room, op_by_op, per_call, pipeline, precision,
-                                       python_function, recompile, regions, remainder, retracing, small_steps, stalls,
-                                       step_python, straggler, torch_xla)
+                                       precision_cpu, python_function, recompile, regions, remainder, retracing,
+                                       small_steps, stalls, step_python, straggler, torch_xla, xla_cpu)
 import dataclasses
 
 from tftrace.analysis.findings.base import MIN_SHARE, Finding, evidence_text, ms_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings.ids import finding_ids
+from tftrace.analysis.findings.ranking import noise, rank
+from tftrace.analysis.findings.sanity import checked
 from tftrace.analysis.findings.op_by_op import jit_calls
 from tftrace.model.memory import MemoryFinding
 from tftrace.model.report import Bottleneck
 
 # Causes named from what the trace holds; each is independent of the others.
 CAUSES = (straggler.detect, per_call.detect, keras_calls.detect, retracing.detect, recompile.detect, jit_compile.detect,
-          eager.detect, op_by_op.detect, precision.detect, device_sync.detect, host_to_device.detect, callbacks.detect,
-          stalls.detect, regions.detect, step_python.detect, pipeline.detect, compute.detect, torch_xla.detect)
+          eager.detect, op_by_op.detect, precision.detect, precision_cpu.detect, device_sync.detect,
+          host_to_device.detect, callbacks.detect, stalls.detect, regions.detect, step_python.detect, pipeline.detect,
+          compute.detect, xla_cpu.detect, torch_xla.detect)
 # Findings about the time the causes above left unexplained, in order: (detect, part it takes from).
 LEFTOVERS = ((python_function.detect, "host_overhead idle"), (small_steps.detect, "host_overhead idle"),
              (gaps.detect, "idle"), (remainder.detect, "host_overhead"))
@@ -37,30 +41,38 @@ def diagnose(ctx: Context) -> tuple[Bottleneck, ...]:
         found += detect(ctx)
     for detect, part in LEFTOVERS:
         found += detect(ctx, _explained(ctx, found, part))
+    # Ids before the share cut, so that none hangs on a share.
+    found = [dataclasses.replace(f, id=i) for f, i in zip(found, finding_ids(found))]
     found = [f for f in found if f.share >= MIN_SHARE]
     step = round(ctx.per_step_ps)
     if ctx.tracer_ps:  # projections of the step the program runs, not of the traced one
         found, step = untraced(found, step, ctx.tracer_ps, _python_ps(ctx, step))
-    # Ranked by what each fix saves now; one that saves nothing while another bound holds the
-    # step (a lighter model beside a pipeline that sets the pace) comes after, with what it
-    # would save once the first is fixed.
-    now = [f for f in found if step - f.step_if_removed_ps > LATER * step]
-    later = [f for f in found if f not in now]
-    now.sort(key=lambda f: (-(step - f.step_if_removed_ps), -f.share, f.kind, f.title))
-    later.sort(key=lambda f: (-f.share, f.kind, f.title))
-    first = now[0].step_if_removed_ps if now else step
+    found = [checked(measured(f, step, ctx.measured.get(f.id)), step) for f in found]
+    spread = noise(ctx.tl.iterations)
     out = []
-    for i, f in enumerate(now + later, 1):
-        then = 0
-        if f in later and now:
-            removed = f.removed_ps or f.share * step
-            then = max(round(first - removed), 0)
+    for i, r in enumerate(rank(found, step, spread), 1):
+        f = r.finding
         out.append(Bottleneck(i, f.kind, f.title, round(f.share, 4), f.evidence or evidence_text(f.facts), f.fix,
-                              f.step_if_removed_ps, step, f.facts, f in later and bool(now), then))
+                              f.step_if_removed_ps, step, f.facts, r.after_first, r.step_once_first_fixed_ps,
+                              id=f.id, projection_basis=f.basis, projection_how=f.how, part=f.part,
+                              floor_ps=f.floor_ps, tie_rank=r.tie_rank, noise_ps=spread if r.tie_rank else 0,
+                              measured_step_ps=f.measured_step_ps))
     return tuple(out)
 
 
-LATER = 0.005  # a fix saving less than this share of the step saves nothing now
+def measured(f: Finding, step: int, ratio: float | None) -> Finding:
+    """`f` with the step confirm measured with its fix applied (the step times the ratio the fix
+    made, fixed over as compiled, on a copy of the model); a finding the trace could not price
+    takes the measured step as its projection."""
+    if ratio is None:
+        return f
+    step_then = min(max(round(step * ratio), 0), step)
+    if f.basis in ("", "none"):
+        how = (f"confirm applied the fix to a copy of the model and timed it: {ratio:.2f} of the step as compiled, "
+               f"{step_then / 1e9:.3g} ms here")
+        return dataclasses.replace(f, measured_step_ps=step_then, step_if_removed_ps=step_then, basis="measured",
+                                   how=how, floor_ps=0)
+    return dataclasses.replace(f, measured_step_ps=step_then)
 
 
 def _python_ps(ctx: Context, step: int) -> float:
@@ -82,10 +94,11 @@ def untraced(found: list[Finding], step: int, tracer_ps: int, host_ps: float) ->
         on_host = f.part in ("host_overhead", "idle") and host_ps > 0
         took = min(tracer_ps, removed * tracer_ps / host_ps) if on_host else 0
         projected = max(round(f.step_if_removed_ps - (tracer_ps - took)), 0)
+        floor = max(round(f.floor_ps - (tracer_ps - took)), 0) if f.floor_ps else 0
         said = ms_fact("of it the Python tracer's own cost, which the fix also removes", took)
         facts = f.facts + (said,) if took else f.facts
         evidence = f.evidence and (f.evidence + ("; " + evidence_text((said,)) if took else ""))
-        out.append(dataclasses.replace(f, step_if_removed_ps=projected, facts=facts, evidence=evidence))
+        out.append(dataclasses.replace(f, step_if_removed_ps=projected, facts=facts, evidence=evidence, floor_ps=floor))
     return out, step - tracer_ps
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from tftrace.analysis.findings.base import Finding, fact, pct_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.findings.host_calls import host_call_fact
 from tftrace.analysis.findings.per_call import predict_python
-from tftrace.analysis.findings.where import hottest_fact
+from tftrace.analysis.findings.where import framework_of, hottest_fact
 
 _OP_OWNERS = ("layer", "optimizer", "metric", "regularizer", "loss", "code", "step", "copy", "collective", "debug")
 DISPATCH_SHARE = 0.5  # of the unexplained host time: op dispatch must hold this much to be named as its owner
@@ -33,19 +34,36 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     if dispatch is not None and not where:
         title, facts = dispatch
         kind = "device_idle" if device else "host_overhead"
-        fix = fix_for("dispatch", ctx.idiom(ctx.loop))
-        return [Finding(kind, title, rest, (pct_fact(lead, rest), *facts), fix, ctx.projected(rest * ctx.wall_ps),
-                        "host_overhead")]
+        fix = fix_for("dispatch", ctx.idiom(("custom" if ctx.loop == "custom" else "keras") + ("_cpu" if ctx.on_cpu else "")))
+        p = projection.dispatch(ctx, rest * ctx.wall_ps, "the host's time between op runs, scheduling them")
+        return [Finding(kind, title, rest, (pct_fact(lead, rest), *facts), fix, p.step_ps,
+                        "host_overhead", subject="dispatch", **p.fields())]
     if not where:
         where, in_fn = host_call_fact(ctx, rest * ctx.wall_ps)
     facts = (pct_fact(lead, rest), *where, *_owners_fact(ctx))
     if device:
         return [Finding("device_idle", "Device idle, waiting for the host" + in_fn, rest, facts,
                         fix_for("device_idle", ctx.idiom()),
-                        ctx.projected(rest * ctx.wall_ps), "host_overhead")]
-    title = ("Python time inside steps" + in_fn) if in_fn and where else "Framework time inside steps, outside any op"
-    return [Finding("host_overhead", title, rest, facts, fix_for("host_overhead", ctx.idiom()), ctx.projected(rest * ctx.wall_ps),
-                    "host_overhead")]
+                        ctx.projected(rest * ctx.wall_ps), "host_overhead", subject=_function(in_fn) or "host",
+                        **projection.unknown(ctx, _UNPRICED).fields())]
+    framework = framework_of(ctx, ("inside steps",)) if in_fn and where else ""
+    if framework:  # the framework's own Python (TensorFlow's call into its runtime): its time, not a function to fix
+        title = f"{framework} running the step, outside any op{in_fn.replace(' in ', ' (in ', 1)})"
+        subject = "framework"
+    else:
+        title = ("Python time inside steps" + in_fn) if in_fn and where else "Framework time inside steps, outside any op"
+        subject = _function(in_fn) if in_fn and where else "framework"
+    variant = "torch_xla" if ctx.torch_xla else "torch" if ctx.torch else "_".join(w for w in ("captured" if ctx.captured else "",
+                                                                 "cpu" if ctx.on_cpu else "") if w) or "any"
+    return [Finding("host_overhead", title, rest, facts, fix_for("host_overhead", variant),
+                    ctx.projected(rest * ctx.wall_ps), "host_overhead", subject=subject,
+                    **projection.unknown(ctx, _UNPRICED).fields())]
+
+
+# Host time no cause claimed: the trace shows where it sits, not which of the fixes offered
+# (fewer calls, a compiled step, larger batches) removes how much of it.
+_UNPRICED = ("the trace shows this host time but not what runs in it, so not how much of it each fix offered "
+             "removes: time the fix (TraceCallback(confirm=True)) to find out")
 
 
 def _dispatch(ctx: Context, rest: float):
@@ -81,3 +99,8 @@ def _owners_fact(ctx: Context) -> tuple:
     if fw is None or fw.per_step_ps <= 0:
         return ()
     return (fact("framework time per step outside any op", round(fw.per_step_ps / 1e9, 3), "ms"),)
+
+
+def _function(in_fn: str) -> str:
+    """` in your load_batch()` -> `load_batch`: the function a title names, as a finding's subject."""
+    return in_fn.removeprefix(" in ").removeprefix("your ").removesuffix("()")

@@ -11,6 +11,7 @@ import numpy as np
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact
 from tftrace.analysis.findings.calls import Calls, function_calls
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 
 _CONCRETE = re.compile(r"EagerLocalExecute: __inference_(.+)_\d+\Z")
@@ -44,8 +45,9 @@ def traced_findings(ctx: Context, calls: Calls, xla: bool) -> list[Finding]:
         what = "recompiled by XLA" if xla else "retraced"
         title = (f"{name} {what} on {count} of {total} calls ({ms(cost / count)} each): "
                  + ("a new input shape is a new XLA program" if xla else "a new Python value or shape is a new graph"))
+        p = projection.removed(ctx, cost, f"{name}'s {'compiling' if xla else 'tracing'} beyond running its graph")
         out.append(Finding(kind, title, cost / ctx.wall_ps, tuple(f for f in facts if f.value not in (None, -1)),
-                           fix_for(kind, fn=name), ctx.projected(cost), "host_overhead"))
+                           fix_for(kind, fn=name), p.step_ps, "host_overhead", subject=name, **p.fields()))
     return out
 
 

@@ -7,9 +7,10 @@ from collections import Counter
 
 import numpy as np
 
-from tftrace.analysis.findings.base import Finding, fact, ms_fact
+from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact
 from tftrace.analysis.hooks import hooks
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.overhead import ITERATOR_BUILDS
 from tftrace.analysis.steps.ran_ahead import device_pace
@@ -42,8 +43,15 @@ def detect(ctx: Context) -> list[Finding]:
     facts += what
     title = f"Stalls: {len(out)} of {len(full)} steps take {full[out].mean() / median:.0f}x the median"
     title += f" ({cause})" if cause else ""
-    return [Finding("stall", title, excess / ctx.wall_ps, tuple(facts), fix_for("stall", names.pop("why"), **names),
-                    ctx.projected(excess), "host_overhead")]
+    why = names.pop("why")
+    if why == "startup":  # paid once per call: per step it depends on how many steps the calls run
+        p = projection.unknown(ctx, f"a call's start-up is paid once per call: it saves {ms(excess)} per call, "
+                                    f"over the {ctx.n} steps of this window {ms(excess / ctx.n)} each, and less the "
+                                    "more steps each call runs")
+    else:
+        p = projection.removed(ctx, excess, "the slow steps' time over the median step")
+    return [Finding("stall", title, excess / ctx.wall_ps, tuple(facts), fix_for("stall", why, **names),
+                    p.step_ps, "host_overhead", subject=names.get("cb") and f"{why} {names['cb']}" or why, **p.fields())]
 
 
 def _what_runs(ctx: Context, slow: np.ndarray):

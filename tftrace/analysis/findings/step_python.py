@@ -9,6 +9,7 @@ import numpy as np
 
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.findings.where import hottest_fact
 
@@ -29,8 +30,10 @@ def detect(ctx: Context) -> list[Finding]:
     where, in_fn = hottest_fact(ctx)
     facts += where
     title = f"Your Python between {fn} calls: {ms(per)} per step{in_fn}"
+    p = projection.removed(ctx, gaps, f"your Python between calls of {fn}")
     return [Finding("step_python", title, ctx.breakdown.idle, tuple(facts),
-                    fix_for("step_python", ctx.idiom(), fn=fn), ctx.projected(gaps), "idle")]
+                    fix_for("step_python", ctx.idiom(), fn=fn), p.step_ps,
+                    "idle", subject=fn, **p.fields())]
 
 
 def _eager_between(ctx: Context) -> list[tuple[str, int]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tftrace.analysis.findings.base import Finding
 from tftrace.analysis.findings.context import Context
+from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.hosts import straggler
 
@@ -18,8 +19,9 @@ def detect(ctx: Context) -> list[Finding]:
         return []
     share = (s.work_ps - s.others_ps) / s.step_ps
     reason = "input_torch" if ctx.torch and s.reason == "input" else s.reason
+    p = projection.removed(ctx, share * ctx.wall_ps, f"host {s.host}'s extra time over the others'")
     return [Finding("straggler", _title(s), share, (), fix_for("straggler", reason),
-                    ctx.projected(share * ctx.wall_ps), evidence=_evidence(s))]
+                    p.step_ps, evidence=_evidence(s), subject=s.host, **p.fields())]
 
 
 def _title(s) -> str:

@@ -11,9 +11,11 @@ from tftrace.analysis.owners.knowledge import BY_KEY, known
 
 MIN_OF_LAYER = 0.2  # the pattern's ops must hold this share of the layer's op time
 _DROPOUT_FIX = {
-    "tensorflow": ("Dropout's masks are drawn op by op: compile the step with XLA (`jit_compile=True`), which fuses "
-                   "the mask into one kernel, drop the Dropout layers whose rate is small, or use a lower rate on "
-                   "fewer, smaller activations (after pooling rather than before)."),
+    "tensorflow": ("Dropout's masks are drawn op by op: compile the step with XLA (`jit_compile=True`, on a GPU or "
+                   "TPU), which fuses the mask into one kernel, drop the Dropout layers whose rate is small, or use a "
+                   "lower rate on fewer, smaller activations (after pooling rather than before)."),
+    "tensorflow_cpu": ("Dropout's masks are drawn op by op: drop the Dropout layers whose rate is small, or use a "
+                       "lower rate on fewer, smaller activations (after pooling rather than before)."),
     "jax": ("Dropout's masks cost random-number work each step: drop the layers whose rate is small, or apply "
             "dropout to fewer, smaller activations (after pooling rather than before)."),
 }
@@ -25,6 +27,7 @@ class HowRun:
     title: str  # the end of the finding's title
     facts: tuple[Fact, ...]
     fix: str
+    share: float = 1.0  # of the layer's op time, the ops the pattern is: what its fix removes
 
 
 def how_run(ctx, layer: str) -> HowRun | None:
@@ -35,14 +38,15 @@ def how_run(ctx, layer: str) -> HowRun | None:
         return None
     by_key: dict[str, int] = {}
     types: dict[str, set] = {}
-    xla = ctx.jax
+    xla = ctx.xla
     dropout = sum(e.self_ps for e in entries if e.category == "dropout")
     if dropout >= MIN_OF_LAYER * total and ctx.mode != "predict":
         return HowRun("dropout", f"{dropout / total:.0%} of it making dropout masks",
                       (pct_fact("of the layer's op time in dropout's random masks", dropout / total),
                        fact("what puts it there", "each Dropout draws a random mask the size of its input every "
                             "training step (RandomUniform, a compare, a cast and a multiply)")),
-                      _DROPOUT_FIX["jax" if ctx.jax else "tensorflow"])
+                      _DROPOUT_FIX["jax" if ctx.jax else "tensorflow_cpu" if ctx.on_cpu else "tensorflow"],
+                      dropout / total)
     for e in entries:
         if e.category == "dropout":
             continue
@@ -57,7 +61,7 @@ def how_run(ctx, layer: str) -> HowRun | None:
             entry = BY_KEY[key]
             facts = (pct_fact(f"of the layer's op time in {', '.join(sorted(types[key]))}", share),
                      fact("what puts it there", entry.why))
-            return HowRun(key, f"{share:.0%} of it {entry.title}", facts, entry.fixes[framework])
+            return HowRun(key, f"{share:.0%} of it {entry.title}", facts, entry.fixes[framework], share)
     loop = _loop(ctx, entries)
     if loop is not None:
         return loop

@@ -66,19 +66,22 @@ class Unscoped:
     def __init__(self, program: Program, types: set[str]):
         self.program = program
         penalty = {"Square", "Abs"} & types  # `types`: those of the ops outside every scope
+        # Without the program's configuration, an owner read from op types alone is a guess: it
+        # takes only the types that are its own, never a layer's work (a convolution, a GEMM).
+        self.guessed = not program.known
         self.metric = program.metrics and ", ".join(program.metrics) or \
-            ("a compiled metric (from its op types)" if METRIC_TYPES & types and not program.known else "")
+            ("a compiled metric (a guess from its op types)" if METRIC_TYPES & types and self.guessed else "")
         self.regularizer = ", ".join(program.regularized) if program.regularized else \
-            ("a weight regularizer (from its op types)" if penalty and not program.known else "")
+            ("a weight regularizer (a guess from its op types)" if penalty and self.guessed else "")
 
     def owner(self, op: Op, phase: str) -> OwnerKey:
         t = op.type
         if self.metric and t in METRIC_TYPES:
             return OwnerKey("metric", self.metric)
-        if self.regularizer and (t in REGULARIZER_TYPES or is_gradient_type(t)):
+        if self.regularizer and (t in REGULARIZER_TYPES or (is_gradient_type(t) and not self.guessed)):
             return OwnerKey("regularizer", self.regularizer, phase)
         if t in BOOKKEEPING_TYPES or t.endswith("VariableOp"):
             return OwnerKey("metric", self.metric or "Keras' loss tracker and counters")
-        if self.metric and phase == "forward" and not op.source:
+        if self.metric and phase == "forward" and not op.source and not self.guessed:
             return OwnerKey("metric", self.metric)
         return OwnerKey("step", OUTSIDE, phase)
