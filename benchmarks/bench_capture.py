@@ -1,7 +1,11 @@
 """What a capture does to the run it records: untraced step, steps outside windows, the report's step.
 
     python benchmarks/bench_capture.py            # every backend, both models; figures into RESULTS.md
+    python benchmarks/bench_capture.py torch jax  # those backends again; the others' last figures kept
     python benchmarks/bench_capture.py --child tensorflow mlp   # one backend and model (a fresh process)
+
+Each (backend, model)'s figures are kept in benchmarks/data/bench_capture/ as they come, and the
+table is made of the newest of each: on a loaded machine a backend can be run again on its own.
 
 Each (Keras backend, model) runs in its own process. Epochs alternate between a plain `fit` and a
 `fit` with `TraceCallback` whose only window lies in an epoch that never runs (and, on TensorFlow,
@@ -119,8 +123,9 @@ def child(backend: str, kind: str, rounds: int = 15, captures: int = 7) -> dict:
             model.fit(x, y, batch_size=spec["batch"], epochs=1, verbose=0, callbacks=[clock, *callbacks()])
             per_step[name].append(clock.seconds[0] / spec["steps"])
     untraced = statistics.median(per_step["plain"])
+    quartiles = statistics.quantiles(per_step["plain"], n=4)
     out = {"backend": backend, "model": kind, "params": model.count_params(), "rounds": rounds,
-           "untraced_ms": untraced * 1e3,
+           "untraced_ms": untraced * 1e3, "noise": (quartiles[2] - quartiles[0]) / 2 / untraced,
            "outside": {k: statistics.median(v) / untraced - 1 for k, v in per_step.items() if k != "plain"}}
 
     def steady() -> tuple[float, float]:
@@ -208,19 +213,37 @@ def _hook_cost(keras, model, cb, n: int = 20_000, rounds: int = 7) -> float:
     return statistics.median(traced) - statistics.median(plain)
 
 
+_KEPT = os.path.join(ROOT, "benchmarks", "data", "bench_capture")
+
+
 def _run_child(backend: str, kind: str) -> dict:
     env = {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3",
            "CUDA_VISIBLE_DEVICES": ""}
+    if backend == "torch":  # torch's OpenMP threads spin: on a shared 2-core machine its steps then stall for tens of ms
+        env["OMP_NUM_THREADS"] = "1"
     proc = subprocess.run([sys.executable, __file__, "--child", backend, kind], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=1200)
+                          env=env, cwd=ROOT, timeout=3600)  # a loaded machine runs the torch MLP for 20+ minutes
     if proc.returncode != 0:
         raise SystemExit(f"{backend} {kind} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    os.makedirs(_KEPT, exist_ok=True)
+    with open(os.path.join(_KEPT, f"{backend}_{kind}.json"), "w") as f:
+        json.dump(result, f)
+    return result
+
+
+def _kept(backend: str, kind: str) -> dict | None:
+    try:
+        with open(os.path.join(_KEPT, f"{backend}_{kind}.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def _table(results: list[dict]) -> str:
     rows = ["| backend | model | params | untraced step ms: epoch; steady mean, median; after the window "
-            "| steps outside windows: TraceCallback | its hooks per batch | Keras TensorBoard(profile_batch) "
+            "| steps outside windows: TraceCallback (this machine's noise: half the plain epochs' interquartile "
+            "range) | its hooks per batch | Keras TensorBoard(profile_batch) "
             "| report's median / untraced median: traced; less the profiler (each capture, and in brackets how "
             "far the plain fits either side drifted apart) | report's mean / untraced mean: traced; less the "
             "profiler | less the profiler, mean / the same epoch's untraced steps after the window (TraceCallback's own "
@@ -230,7 +253,7 @@ def _table(results: list[dict]) -> str:
         tb = r["outside"].get("Keras TensorBoard")
         rows.append(f"| {r['backend']} | {r['model']} | {r['params']:,} | {r['untraced_ms']:.3f}; "
                     f"{r['steady_ms']:.3f}, {r['steady_median_ms']:.3f}; {r['after_ms']:.3f} | "
-                    f"{100 * r['outside']['TraceCallback']:+.2f}% | "
+                    f"{100 * r['outside']['TraceCallback']:+.2f}% (±{100 * r.get('noise', 0):.1f}%) | "
                     f"{r['hooks_us']:.2f} us ({100 * r['hooks_us'] / 1e3 / r['untraced_ms']:.2f}%) | "
                     f"{'-' if tb is None else f'{100 * tb:+.2f}%'} | "
                     + " | ".join(_ratios(r["ratios"], keys) for keys in (("median", "median_less"), ("mean", "mean_less"),
@@ -256,7 +279,9 @@ def _ratios(by_capture: dict, keys: tuple[str, ...]) -> str:
 def main() -> None:
     import keras  # noqa: F401 - the version only; the work is in the children
     from results import put_block
-    results = [_run_child(b, m) for b in BACKENDS for m in MODELS]
+    chosen = [b for b in sys.argv[1:] if b in BACKENDS] or list(BACKENDS)
+    results = [_run_child(b, m) if b in chosen else _kept(b, m) for b in BACKENDS for m in MODELS]
+    results = [r for r in results if r is not None]
     table = _table(results)
     print(table)
     versions = {}

@@ -55,8 +55,9 @@ def captured(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def loop(tmp_path_factory):
-    """A raw torch loop in a process that imports no Keras."""
-    return _results(str(tmp_path_factory.mktemp("torch_loop")), "loop")
+    """A raw torch loop in a process that imports no Keras: in tftrace.trace(), and under torch.profiler
+    alone (with_stack on and off)."""
+    return _results(str(tmp_path_factory.mktemp("torch_loop")), "loop", "stock")
 
 
 def _sidecar(run: str) -> dict:
@@ -184,7 +185,7 @@ def test_the_profilers_op_events_and_hooks_are_left_out_of_the_steps_judged(capt
 
 def test_tftrace_analyze_names_the_layers_from_their_ranges(captured):
     """Each op inside a layer's range (the sidecar's `layer_ranges`) is that layer's, in predict and
-    in fit's forward pass (autograd runs the backward ops outside the ranges: not named yet)."""
+    in fit's forward pass; in fit's backward pass, the layer of the forward op that made it."""
     from tftrace.api import analyze
     (predict,) = captured["predict"]["runs"]
     fit = captured["fit"]["runs"][0]
@@ -192,7 +193,39 @@ def test_tftrace_analyze_names_the_layers_from_their_ranges(captured):
         (report,) = analyze(run).to_dict()["runs"]
         assert {"hidden", "out"} <= {row["layer"] for row in report["layers"]}, (run, report["layers"])
         layer_ops = [o for o in report["ops"] if o["layer"] == "hidden"]
-        assert layer_ops and all(o["type"].startswith("aten::") for o in layer_ops)
+        assert layer_ops and all(o["type"].startswith(("aten::", "autograd::", "AddmmBackward", "MmBackward",
+                                                       "ReluBackward")) for o in layer_ops), layer_ops
+    (report,) = analyze(fit, top=None).runs
+    assert {("hidden", "backward"), ("out", "backward")} <= {(o.layer, o.phase) for o in report.ops}
+
+
+def _owners(run: str):
+    from tftrace.api import analyze
+    (report,) = analyze(run, top=None).runs
+    return report, {(r.kind, r.name, r.phase) for r in report.owners}
+
+
+def test_a_keras_cnn_fit_gives_each_conv_and_dense_layer_a_backward_pass_with_its_gradients(captured):
+    """Autograd runs the backward pass outside every layer's call: each backward op is the layer of the
+    forward op that made it (Kineto's fwdbwd flows and sequence numbers). A convolution's backward
+    op makes the gradients of its weight and its input; a dense layer's, two matmuls a step."""
+    (run,) = captured["cnn"]["runs"]
+    report, owners = _owners(run)
+    for layer in ("conv_a", "conv_b", "fc", "logits"):
+        assert {("layer", layer, "forward"), ("layer", layer, "backward")} <= owners, (layer, owners)
+    backward = [o for o in report.ops if o.phase == "backward"]
+    for layer in ("conv_a", "conv_b"):
+        assert any(o.layer == layer and o.type == "aten::convolution_backward" for o in backward), layer
+    steps = report.steps.count
+    for layer in ("fc", "logits"):  # the gradients of its kernel and of its input
+        assert sum(o.count for o in backward if o.layer == layer and o.type == "aten::mm") >= 2 * steps, layer
+    # the loss, its backward and the optimizer: named from the capture's ranges and autograd's links
+    assert {("loss", "sparse_categorical_crossentropy", "forward"), ("loss", "sparse_categorical_crossentropy",
+                                                                     "backward"), ("optimizer", "adam", "")} <= owners
+    total = sum(r.op_ps for r in report.owners)
+    outside = sum(r.op_ps for r in report.owners if r.kind == "step")
+    assert outside < 0.10 * total, (outside, total)
+    assert any(n.startswith("autograd's links: ") and "through fwdbwd flows" in n for n in report.notes)
 
 
 def test_each_layer_call_is_a_named_range_and_other_callbacks_hooks_are_marked(captured):
@@ -252,15 +285,48 @@ def test_a_trace_that_cannot_be_written_only_warns_and_frees_the_profiler(captur
     assert message.startswith("tftrace: could not save the fit_epoch1 profile (NotADirectoryError")
 
 
-def test_confirm_and_the_profiler_server_are_not_there_on_torch_yet_and_say_so(captured):
+def test_confirm_times_the_input_alone_and_the_step_alone_on_torch_with_weights_unchanged(captured):
+    """confirm=True on Keras' torch backend: after fit's window, the call's batches read again (a copy
+    of its adapter that does not shuffle) and its own train step on one held batch, each timed; the
+    weights, Adam's slots, and torch's and NumPy's random state end as after a fit without it."""
     part = captured["confirm"]
-    assert len(part["runs"]) == 1
-    server, confirm = part["warnings"]
+    assert len(part["runs"]) == 1 and part["weights_equal"] and part["n_state"] > 6 and part["random_equal"]
+    (server,) = part["warnings"]  # confirm itself warns of nothing
     assert server.startswith("tftrace: could not start the profiler server on port 6123 (RuntimeError: "
                              "torch.profiler has no profiler server")
-    assert "confirm does not run on Keras' torch backend yet" in confirm
     (experiment,) = part["experiments"]
-    assert experiment["confirmed"] is None and "NotImplementedError" in experiment["error"]
+    assert not experiment["error"] and not experiment["skipped"], experiment
+    assert experiment["input_alone_ms"] > 0 and experiment["step_alone_ms"] > 0 and experiment["batches"] >= 3
+    assert experiment["measured_by"] == "untraced" and experiment["statement"]
+    (run,) = part["runs"]
+    with open(os.path.join(run, "tftrace_experiment.json")) as f:
+        saved = json.load(f)
+    assert saved["mode"] == "fit" and saved["step_alone_ms"] == experiment["step_alone_ms"]
+
+
+def test_a_torch_loop_in_tftrace_trace_names_its_modules_as_owners_in_both_phases(loop):
+    """tftrace.trace() on torch marks each module's call (`nn.Module: <name>`, named as
+    `named_modules()` names it); the backward ops are the modules of the forward ops that made them."""
+    (run,) = loop["loop"]["runs"]
+    assert _sidecar(run)["module_ranges"] is True
+    names = Counter(e["name"] for e in _events(run) if e["name"].startswith("nn.Module: "))  # torch's fast ranges
+    assert all(names[f"nn.Module: {m}"] == 6 for m in ("_Net", "stem", "blocks", "blocks.0", "blocks.0.fc", "head")), names
+    _report, owners = _owners(run)
+    for module in ("stem", "blocks.0.fc", "blocks.1.fc", "head"):
+        assert {("layer", module, "forward"), ("layer", module, "backward")} <= owners, (module, owners)
+    assert {("loss", "mse_loss", "forward"), ("loss", "mse_loss", "backward"), ("optimizer", "sgd", "")} <= owners
+
+
+def test_a_stock_trace_with_stack_names_its_modules_and_one_without_says_what_to_turn_on(loop):
+    with_stack, plain = loop["stock"]["runs"]
+    _report, owners = _owners(with_stack)
+    for module in ("Linear_0", "Linear_1", "Linear_2", "Linear_3"):  # torch's own names: class and number
+        assert {("layer", module, "forward"), ("layer", module, "backward")} <= owners, (module, owners)
+    assert any(kind == "code" and name.startswith("part_stock (torch_capture_run.py:") for kind, name, _ in owners)
+    report, owners = _owners(plain)
+    assert not any(kind in ("layer", "code") for kind, _, _ in owners)
+    assert {("step", "outside any layer", "forward"), ("step", "outside any layer", "backward")} <= owners
+    assert any("names no module or Python function" in n and "with_stack=True" in n for n in report.notes)
 
 
 def test_a_raw_torch_loop_gets_one_profiler_step_per_marked_step(loop):

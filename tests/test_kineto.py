@@ -101,24 +101,50 @@ def test_nanosecond_decimals_are_read_exactly():
     assert len(trace.profile_start_ns) == 1
 
 
-def test_temporal_breakdown_matches_hta_within_five_points(tmp_path):
+# HTA's own test traces (more GPUs, ranks and eras), for its temporal breakdown only.
+HTA_MORE = {"negative_queue": os.path.join(HTA_DATA, "negative_queue_length_values_check", "rank0.json.gz"),
+            "sampled": os.path.join(HTA_DATA, "trace_filter", "sampled_rank-0.json.gz"),
+            "alexnet": os.path.join(HTA_DATA, "critical_path", "alexnet",
+                                    "benchmark_result_2869224_1695835535_trace.json.gz")}
+
+
+def test_gpu_idle_compute_and_other_match_hta_within_two_points_on_every_trace_it_parses(tmp_path):
+    """HTA's temporal breakdown is the oracle: it counts the device work launched before the last
+    ProfilerStep began, from the first kernel's start to the last one's end (analysis/kineto_window);
+    so does tftrace's devices table on PyTorch traces (a note says so)."""
     try:
         from hta.trace_analysis import TraceAnalysis
     except ImportError as e:
         pytest.skip(f"HolisticTraceAnalysis cannot be imported ({e}); pip install HolisticTraceAnalysis")
-    # HTA 0.5 cannot read the TraceLens trace (a TypeError in its parser): it is left out here.
-    for key in ("workers_0", "workers_4", "ns", "amd"):
+    compared, refused = [], []
+    for key, path in sorted({**{k: _file(k) for k in FILES}, **HTA_MORE}.items()):
         folder = tmp_path / key
         folder.mkdir()
-        shutil.copy(_file(key), folder)
-        hta = TraceAnalysis(trace_dir=str(folder)).get_temporal_breakdown(visualize=False).iloc[0]
-        (run,) = api.analyze(_file(key)).runs
+        shutil.copy(path, folder)
+        try:
+            hta = TraceAnalysis(trace_dir=str(folder)).get_temporal_breakdown(visualize=False).iloc[0]
+        except Exception as e:  # HTA 0.5 cannot parse the TraceLens trace (a TypeError in its parser)
+            refused.append((key, type(e).__name__))
+            continue
+        (run,) = api.analyze(path).runs
         (device,) = [d for d in run.per_device if d.busy_ps]
         ours = {"idle": 100 * (1 - device.busy_ps / device.span_ps),
                 "compute": 100 * device.compute_ps / device.span_ps,
                 "non_compute": 100 * (device.busy_ps - device.compute_ps) / device.span_ps}
         for part, value in ours.items():
-            assert abs(value - hta[f"{part}_time_pctg"]) <= 5, (key, part, value, hta[f"{part}_time_pctg"])
+            assert abs(value - hta[f"{part}_time_pctg"]) <= 2, (key, part, value, hta[f"{part}_time_pctg"])
+        steps = _profiler_steps(path)
+        assert any(n.startswith("GPU busy and idle (devices table) as HTA's") for n in run.notes) == (steps >= 2), key
+        compared.append(key)
+    assert len(compared) >= 7 and [k for k, _ in refused] == ["tracelens"], (compared, refused)
+
+
+def test_the_last_profiler_step_is_left_out_of_the_gpu_figures_as_hta_leaves_it():
+    """On the HTA trace whose idle tftrace once put 5 points under HTA's (64.4% against 69.4%): the
+    last iteration's kernels, launched after the last ProfilerStep began, are not counted."""
+    (run,) = api.analyze(HTA_MORE["negative_queue"]).runs
+    (device,) = [d for d in run.per_device if d.busy_ps]
+    assert abs(100 * (1 - device.busy_ps / device.span_ps) - 69.44) < 0.05
 
 
 def test_resnet_with_no_dataloader_workers_is_input_bound_and_told_to_add_workers():
@@ -229,7 +255,9 @@ def test_a_corrupt_json_gz_in_a_logdir_is_not_a_trace_and_raises_nothing(tmp_pat
 
 def test_torch_ops_get_categories_and_phases_from_their_names():
     (run,) = api.analyze(WORKERS_0, top=None).runs
-    host = {o.name: o for o in run.ops if o.device == "host"}
+    host = {}  # by its name, outside the optimizer's step (where every op is the optimizer's): its largest row
+    for o in sorted((o for o in run.ops if o.device == "host" and o.phase != "optimizer"), key=lambda o: o.self_ps):
+        host[o.name] = o
     expect = {"aten::add_": "elementwise", "aten::cudnn_convolution": "convolution", "aten::cudnn_batch_norm":
               "normalization", "aten::addmm": "matmul", "aten::max_pool2d_with_indices": "pooling",
               "aten::copy_": "transfer", "aten::empty": "other",
@@ -237,3 +265,37 @@ def test_torch_ops_get_categories_and_phases_from_their_names():
     assert {n: host[n].category for n in expect} == expect
     assert host["aten::cudnn_convolution_backward_input"].phase == "backward"
     assert host["aten::cudnn_convolution"].phase == "forward"
+
+
+@pytest.mark.parametrize("key,flows", [("ns", True), ("workers_0", False), ("workers_4", False)])
+def test_backward_kernels_are_linked_to_the_forward_ops_that_made_them(key, flows):
+    """Each backward function (autograd's wrapper and the function share its sequence number) is linked
+    to the forward op that made it: through its `fwdbwd` flow (the HTA trace: 905 flows), else by the
+    sequence number (2021's traces have none); the kernels it launches are backward too: about two
+    thirds of a training step's GPU time."""
+    from tftrace.analysis.eager_layers import eager_layers
+    from tftrace.analysis.torch_links import backward_links
+    trace = load_run(find_runs(_file(key))[0])
+    links = backward_links(trace)
+    functions, linked, flowed = links.functions()
+    assert functions > 500 and linked == functions and flowed == (functions if flows else 0), (functions, linked, flowed)
+    st, ev = trace.stats, trace.events
+    seq = dict(zip(st["event"].tolist(), st["seq"].tolist()))
+    fwd = dict(zip(st["event"].tolist(), st["fwd_thread"].tolist()))
+    for b, f in zip(links.backward.tolist(), links.forward.tolist()):
+        assert seq[f] == seq[b] and fwd[f] == 0 < fwd[b] and ev["start_ps"][f] < ev["start_ps"][b]
+    label, labels = eager_layers(trace, ())
+    kernels = np.flatnonzero(trace.on_lines(lambda ln: ln.role == "device_ops"))
+    backward = np.array([label[r] >= 0 and labels[label[r]].phase == "backward" for r in kernels.tolist()])
+    share = ev["dur_ps"][kernels][backward].sum() / ev["dur_ps"][kernels].sum()
+    assert 0.5 < share < 0.8, share
+
+
+def test_a_2021_trace_with_call_stacks_names_the_model_lines_behind_forward_and_backward_kernels():
+    """The ResNet-50 trace was recorded with with_stack=True (2021: each op's `Call stack`): each op is
+    the model line that called into torch (torchvision's resnet.py), its backward ops and kernels too."""
+    (run,) = api.analyze(WORKERS_0, top=None).runs
+    code = [r for r in run.owners if r.kind == "code" and r.name.endswith(")") and "resnet.py:" in r.name]
+    assert {r.phase for r in code} >= {"forward", "backward"}
+    backward = sum(r.op_ps for r in code if r.phase == "backward")
+    assert backward > 0.4 * sum(r.op_ps for r in run.owners if r.part == "compute"), backward

@@ -1,5 +1,6 @@
 """The profiler's own time by source, on hand-built traces: the stack sampler's ticks, PyTorch's and
-TensorFlow's events, and the rest of TensorFlow's recording measured against untraced turns."""
+TensorFlow's events, and the rest of each backend's recording measured against untraced turns (or,
+where a device paces the steps, the priced sources scaled down to what the turns show)."""
 
 from __future__ import annotations
 
@@ -154,7 +155,7 @@ def test_the_rest_of_tensorflows_recording_is_measured_against_the_untraced_turn
 
 
 @pytest.mark.parametrize("untraced,tf", [
-    ({"ms_per_step": 0.095, "steps": 40, "median_turn_ms": 0.09, "turns": 39}, False),  # not TensorFlow's run
+    ({"ms_per_step": 0.095, "steps": 40, "median_turn_ms": 0.09, "turns": 39}, False),  # no backend's call in it
     ({"ms_per_step": 0.095, "steps": 40}, True),  # an older capture: its stretch's mean only
     ({"ms_per_step": 0.095, "steps": 10, "median_turn_ms": 0.09, "turns": 9}, True),  # too few turns
     ({"ms_per_step": 0.12, "steps": 40, "median_turn_ms": 0.115, "turns": 39}, True),  # untraced no faster
@@ -163,3 +164,40 @@ def test_the_rest_of_tensorflows_recording_is_measured_against_the_untraced_turn
     (None, True)])
 def test_no_rest_is_measured_without_a_sound_untraced_median_or_on_other_backends(untraced, tf):
     assert not _rest(_measured_run(untraced, tf=tf))
+
+
+def _torch_measured(tmp_path, untraced):
+    """_torch_run's four 200 us steps, 250 us apart (no backward), with the sidecar's untraced figure."""
+    import json
+    path = _torch_run(tmp_path, backward_in=set())
+    (tmp_path / "tftrace_run.json").write_text(json.dumps({"untraced": untraced}))
+    return path
+
+
+def test_the_rest_of_pytorchs_recording_is_measured_against_the_untraced_turns_median(tmp_path):
+    """A turn of 250 us less the 40 priced events (10 us) against an untraced median of 200 us: 40 us a
+    step are the rest of PyTorch's recording, and the steps judged are the untraced ones."""
+    from tftrace.analysis.profiler_rest import TORCH_REST
+    from tftrace.api import analyze
+    (run,) = analyze(_torch_measured(tmp_path, {"ms_per_step": 0.21, "steps": 40, "median_turn_ms": 0.2,
+                                                "turns": 39})).runs
+    (note,) = [n for n in run.notes if n.startswith(TORCH_REST)]
+    assert "~0.040 ms" in note and "the median of the same call's 39 turns after the window, untraced" in note, note
+    assert [s.profiler_ps for s in run.steps.steps] == [10_000_000 + 40_000_000] * 4
+    assert any(o.owner == f"Profiler {TORCH_REST}" for o in run.owners)
+
+
+def test_priced_sources_a_paced_device_partly_hid_are_scaled_down_to_the_untraced_turns():
+    """A JAX loop: five jitted calls of 190 us, 200 us apart, the host blocked in each while its device
+    works; the capture's hooks timed 40 us a step, but the window runs only 10 us a step slower than
+    the untraced steps (198 us a turn against 188): the hooks' host work was mostly hidden beside the
+    busy device, so a quarter of it is the profiler's."""
+    from tftrace.analysis.profiler_cost import HOOKS
+    from tftrace.analysis.profiler_rest import SCALED
+    events = [("python", "PjitFunction(train_step)", 200 * i, 190) for i in range(5)]
+    sidecar = {"capture_cost": {"hooks_ms": 0.2, "hooks_steps": 5},
+               "untraced": {"ms_per_step": 0.188, "steps": 40, "median_turn_ms": 0.05, "turns": 39}}
+    run = analyze_trace(tiny_trace(events, sidecar=sidecar), "t")
+    (note,) = [n for n in run.notes if n.startswith(HOOKS)]
+    assert f"{SCALED} 25% of it" in note, note
+    assert run.steps.profiler_ps == 10_000_000, run.steps.profiler_ps

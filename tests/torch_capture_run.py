@@ -4,8 +4,9 @@ raw torch loop, with TensorFlow and JAX made unimportable (a finder first on sys
     python tests/torch_capture_run.py OUT_DIR [PART ...]
 
 Writes OUT_DIR/<part>/logs (the runs) and OUT_DIR/results.json (what each part saw: weights equal,
-warnings, errors, the frameworks imported). Parts: fit, confirm, predict, keras_loop, cut, broken, unsaved, loop; all but loop by
-default. `loop` imports no Keras: run it on its own, so torch is the only framework in the process.
+warnings, errors, the frameworks imported). Parts: fit, confirm, predict, keras_loop, cut, broken, unsaved, cnn, loop, stock;
+all but loop and stock by default. `loop` and `stock` import no Keras: run them on their own, so torch is the only
+framework in the process.
 """
 
 from __future__ import annotations
@@ -145,10 +146,35 @@ def part_unsaved(out: str) -> dict:
     return {"runs": cb.runs, "weights_equal": _same(_state(plain), _state(traced)), "after": after.runs}
 
 
+class _Block(torch.nn.Module):
+    """A residual block: a module with modules inside."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.fc, self.act = torch.nn.Linear(width, width), torch.nn.ReLU()
+
+    def forward(self, x):
+        return x + self.act(self.fc(x))
+
+
+class _Net(torch.nn.Module):
+    """A small module tree: stem, two blocks in a Sequential, head."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Linear(8, 16)
+        self.blocks = torch.nn.Sequential(_Block(16), _Block(16))
+        self.head = torch.nn.Linear(16, 1)
+
+    def forward(self, x):
+        return self.head(self.blocks(torch.relu(self.stem(x))))
+
+
 def part_loop(out: str) -> dict:
-    """A raw torch training loop (no Keras) in tftrace.trace() with tftrace.step() marks."""
+    """A raw torch training loop (no Keras) in tftrace.trace() with tftrace.step() marks, its model a
+    small module tree; each module's call is a range named as `named_modules()` names it."""
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    net = _Net()
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
     x, y = (torch.from_numpy(a) for a in _data())
     with tftrace.trace(os.path.join(out, "logs"), label="torch-loop") as t:
@@ -160,7 +186,47 @@ def part_loop(out: str) -> dict:
                 loss = torch.nn.functional.mse_loss(net(xb), yb)
                 loss.backward()
                 opt.step()
-    return {"runs": [t.run_dir], "profiler": t.session.profiler.name if t.session.profiler else None}
+    return {"runs": [t.run_dir], "profiler": t.session.profiler.name if t.session.profiler else None,
+            "modules": [name for name, _ in net.named_modules()]}
+
+
+def part_stock(out: str) -> dict:
+    """The same module tree's loop recorded by torch.profiler alone, as users record it: with_stack=True
+    (modules and Python functions in the trace), and without (neither)."""
+    torch.manual_seed(0)
+    net = _Net()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    x, y = (torch.from_numpy(a) for a in _data())
+    runs = []
+    for stack in (True, False):
+        folder = os.path.join(out, "with_stack" if stack else "plain")
+        os.makedirs(folder)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], with_stack=stack) as prof:
+            for i in range(5):
+                opt.zero_grad()
+                torch.nn.functional.mse_loss(net(x[i * 8:(i + 1) * 8]), y[i * 8:(i + 1) * 8]).backward()
+                opt.step()
+                prof.step()
+        prof.export_chrome_trace(os.path.join(folder, "host.pt.trace.json"))
+        runs.append(folder)
+    return {"runs": runs}
+
+
+def part_cnn(out: str) -> dict:
+    """Keras on torch: a small CNN's fit (two convolutions, two dense layers) in a TraceCallback window."""
+    keras = _keras()
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((16, 16, 3)), keras.layers.Conv2D(8, 3, activation="relu", name="conv_a"),
+                              keras.layers.MaxPooling2D(name="pool"),
+                              keras.layers.Conv2D(8, 3, activation="relu", name="conv_b"),
+                              keras.layers.Flatten(name="flat"), keras.layers.Dense(16, activation="relu", name="fc"),
+                              keras.layers.Dense(4, name="logits")], name="cnn")
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    rng = np.random.default_rng(0)
+    x, y = rng.random((192, 16, 16, 3)).astype("float32"), rng.integers(0, 4, 192)
+    cb = tftrace.TraceCallback(os.path.join(out, "logs"), evaluate_steps=None)
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0, callbacks=[cb])
+    return {"runs": cb.runs}
 
 
 def part_keras_loop(out: str) -> dict:
@@ -179,19 +245,26 @@ def part_keras_loop(out: str) -> dict:
 
 
 def part_confirm(out: str) -> dict:
-    """confirm=True and server_port are not there on torch yet: a warning each, the trace kept, training on."""
+    """confirm=True on torch: after fit's window, the input alone and the step alone are timed, and the
+    weights (and Adam's slots) end as without it. server_port is not there on torch: a warning."""
+    plain = _fit([], epochs=1)
+    plain_random = (torch.get_rng_state().numpy().copy(), np.random.get_state()[1].copy())
     cb = tftrace.TraceCallback(os.path.join(out, "logs"), evaluate_steps=None, confirm=True, server_port=6123)
-    _fit([cb], epochs=1)
-    return {"runs": cb.runs, "experiments": [e.to_dict() for e in cb.experiments]}
+    traced = _fit([cb], epochs=1)
+    traced_random = (torch.get_rng_state().numpy().copy(), np.random.get_state()[1].copy())
+    return {"runs": cb.runs, "experiments": [e.to_dict() for e in cb.experiments],
+            "weights_equal": _same(_state(plain), _state(traced)), "n_state": len(_state(plain)),
+            "random_equal": _same(list(plain_random), list(traced_random))}
 
 
 PARTS = {"fit": part_fit, "confirm": part_confirm, "predict": part_predict, "keras_loop": part_keras_loop,
-         "cut": part_cut, "broken": part_broken, "unsaved": part_unsaved, "loop": part_loop}
+         "cut": part_cut, "broken": part_broken, "unsaved": part_unsaved, "cnn": part_cnn, "loop": part_loop,
+         "stock": part_stock}
 
 
 def main(out: str, parts: list[str]) -> None:
     results = {}
-    for name in parts or [p for p in PARTS if p != "loop"]:
+    for name in parts or [p for p in PARTS if p not in ("loop", "stock")]:
         began = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

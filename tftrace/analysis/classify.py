@@ -190,7 +190,8 @@ def _judge_xla(op: Op, layer_names: frozenset[str]) -> Attribution:
     segments = op.source.split("/")
     scopes: list[str] = []
     backward = False
-    for seg in segments[:-1] if len(segments) > 1 else segments:
+    torch_op = torch_xla_op(segments[-1])  # PyTorch/XLA names the torch op (`aten__addmm`) in its metadata
+    for seg in segments[:-1] if len(segments) > 1 or torch_op else segments:
         inner, skip = seg, False
         while (m := _TRANSFORM.match(inner)) is not None:
             backward |= m["fn"] == "transpose"
@@ -200,7 +201,11 @@ def _judge_xla(op: Op, layer_names: frozenset[str]) -> Attribution:
             scopes.append(inner)
     bare = [_bare(s).lower() for s in scopes]
     category = _xla_category(op.type, segments)
-    if any(s in OPTIMIZER_SCOPES for s in bare):
+    if torch_op:
+        backward |= is_torch_backward(torch_op)
+        category = "optimizer" if "optimizer" in torch_op else (torch_category(torch_op) if torch_category(torch_op)
+                                                                  != "other" else category)
+    if category == "optimizer" or any(s in OPTIMIZER_SCOPES for s in bare):
         return Attribution("optimizer", "", "optimizer")
     if category not in ("transfer", "collective") and any(_is_loss_scope(s) for s in bare):
         category = "loss"
@@ -211,6 +216,15 @@ def _judge_xla(op: Op, layer_names: frozenset[str]) -> Attribution:
             layer = name
             break
     return Attribution(category, layer, "backward" if backward else "forward")
+
+
+def torch_xla_op(primitive: str) -> str:
+    """PyTorch/XLA's op type in its HLO metadata (`aten__addmm`, `xla__adam_optimizer_step`: the IR
+    op with `:` as `_`) as torch names it (`aten::addmm`); "" for any other."""
+    for prefix in ("aten__", "xla__"):
+        if primitive.startswith(prefix):
+            return f"{prefix[:-2]}::{primitive[len(prefix):]}"
+    return ""
 
 
 # JAX's primitives (the last segment of a scope path) by category; the rest are elementwise.

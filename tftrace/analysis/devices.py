@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tftrace.analysis import kineto_window
 from tftrace.analysis.intervals import merge
 from tftrace.model.events import Trace
 from tftrace.model.report import DeviceRow
@@ -17,9 +18,10 @@ def device_rows(trace: Trace) -> tuple[DeviceRow, ...]:
     out = []
     devices = sorted({(ln.host, ln.plane) for ln in trace.lines if ln.role == "device_ops"})
     is_compute = _computes(trace)
+    counted = kineto_window.counted(trace)  # PyTorch traces: HTA's window of device work
     for host, plane in devices:
         ids = [i for i, ln in enumerate(trace.lines) if ln.role == "device_ops" and (ln.host, ln.plane) == (host, plane)]
-        rows = np.flatnonzero(np.isin(line, ids))
+        rows = np.flatnonzero(np.isin(line, ids) if counted is None else np.isin(line, ids) & counted)
         if len(rows) == 0:
             continue
         start = ev["start_ps"][rows]

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tftrace.analysis.classify import is_gradient_type
-from tftrace.analysis.range_layers import RANGED_KINDS, range_layers
+from tftrace.analysis.torch_links import torch_labels
 from tftrace.model.events import Trace
 
 # The op that opens each layer kind's work when Keras 3 runs it eagerly; layers absent here run
@@ -72,11 +72,15 @@ _WRITES = {"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"}
 
 
 class EagerLabel(NamedTuple):
-    """What call order says about an eager op ("" keeps what its type says)."""
+    """What call order (or, on PyTorch, a range or autograd's links) says about an op ("" keeps
+    what its type says); `kind` and `name`, an owner other than a layer (loss, metric,
+    optimizer, code)."""
 
     layer: str
     phase: str = ""
     category: str = ""
+    kind: str = ""
+    name: str = ""
 
 
 _MADE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -84,15 +88,16 @@ _MADE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def eager_layers(trace: Trace, step_starts: tuple[int, ...]) -> tuple[np.ndarray | None, list[EagerLabel]]:
     """`_eager_layers`, made once per trace and steps (the op table and the owners both ask)."""
+    if trace.format == "kineto":  # ranges, autograd's links and launches say it, not call order
+        return torch_labels(trace, EagerLabel)
     made = _MADE.setdefault(trace, {})
     key = tuple(step_starts)
     if key not in made:
-        ranged = trace.sidecar.get("layer_ranges")  # a torch capture marks each layer's call
-        made[key] = range_layers(trace, EagerLabel) if ranged else _eager_layers(trace, step_starts)
+        made[key] = _eager_layers(trace, step_starts)
     return made[key]
 
 
-LABELLED_KINDS = ("eager",) + RANGED_KINDS  # op kinds whose events these labels can name
+LABELLED_KINDS = ("eager", "torch", "device")  # op kinds whose events these labels can name
 
 
 def _eager_layers(trace: Trace, step_starts: tuple[int, ...]) -> tuple[np.ndarray | None, list[EagerLabel]]:

@@ -69,14 +69,15 @@ def op_table(trace: Trace, eager_label: np.ndarray | None = None, eager_labels: 
                     + [_HOST], np.int64)
     space = len(codes) * _SIDES
     labels = list(eager_labels or []) if eager_label is not None else []
-    # Eager ops labelled by call order get keys of their own past the plain ones, one per
-    # (eager op, label): the table grows by eager ops x labels, not by all ops x labels.
+    # Labelled ops (eager ops by call order; PyTorch's by their ranges and links) are summed apart,
+    # per (op, label, side) that occurs: the table grows by what occurs, not by ops x labels.
     eager_codes = [c for c, op in trace.ops.items() if op.kind in LABELLED_KINDS] if labels else []
     eager_number = np.full(len(trace.names) + 1, -1, np.int64)
     eager_number[eager_codes] = np.arange(len(eager_codes))
-    extra = len(eager_codes) * len(labels)
-    counts = np.zeros(space + extra, np.int64)
-    self_ps = np.zeros(space + extra, np.int64)
+    counts = np.zeros(space, np.int64)
+    self_ps = np.zeros(space, np.int64)
+    keyed: list[np.ndarray] = []  # labelled events' keys and self times, a batch at a time
+    keyed_ps: list[np.ndarray] = []
     for lo in range(0, len(ev), CHUNK):  # a batch of events at a time: temporaries stay small
         part = slice(lo, lo + CHUNK)
         names = ev["name"][part]
@@ -84,34 +85,46 @@ def op_table(trace: Trace, eager_label: np.ndarray | None = None, eager_labels: 
         sel = number >= 0
         where = side[ev["line"][part][sel]]
         key = number[sel] * _SIDES + where
-        if extra:
+        ps = ev["self_ps"][part][sel]
+        if eager_codes:
             label = eager_label[part][sel].astype(np.int64)
             eager = eager_number[names[sel]]
             mine = (label >= 0) & (eager >= 0) & (where != _DATA)
-            key[mine] = space + eager[mine] * len(labels) + label[mine]
-        counts += np.bincount(key, minlength=space + extra)
-        self_ps += exact_sums(key, ev["self_ps"][part][sel], space + extra)
+            if mine.any():
+                keyed.append((eager[mine] * len(labels) + label[mine]) * _SIDES + where[mine])
+                keyed_ps.append(ps[mine])
+                key, ps = key[~mine], ps[~mine]
+        counts += np.bincount(key, minlength=space)
+        self_ps += exact_sums(key, ps, space)
     scopes = trace_scopes(trace)
     device_kind = _device_kind(trace)
     # One op can appear under several event names (e.g. a kernel per GPU): merge them.
     merged: dict[tuple, list[int]] = {}
-    for k in np.flatnonzero(counts).tolist():
-        if k < space:
-            op = trace.ops[int(codes[k // _SIDES])]
-            where = k % _SIDES
-            att = INPUT if where == _DATA else classify(op, scopes)
-        else:
-            op = trace.ops[eager_codes[(k - space) // len(labels)]]
-            where = _HOST
-            att = classify(op, scopes)
-            layer, phase, category = labels[(k - space) % len(labels)]
-            att = att._replace(layer=layer or att.layer, phase=phase or att.phase,
-                               category=category or att.category)
+
+    def add(op, att, where: int, count: int, ps: int) -> None:
         entry = (op.name, op.type, att.category, att.layer, att.phase, device_kind if where == _DEVICE else "host",
                  op.kind == "eager")
         acc = merged.setdefault(entry, [0, 0])
-        acc[0] += int(counts[k])
-        acc[1] += int(self_ps[k])
+        acc[0] += count
+        acc[1] += ps
+
+    for k in np.flatnonzero(counts).tolist():
+        op = trace.ops[int(codes[k // _SIDES])]
+        where = k % _SIDES
+        add(op, INPUT if where == _DATA else classify(op, scopes), where, int(counts[k]), int(self_ps[k]))
+    if keyed:
+        uniq, inverse = np.unique(np.concatenate(keyed), return_inverse=True)
+        inverse = inverse.reshape(-1)
+        l_counts = np.bincount(inverse, minlength=len(uniq))
+        l_ps = exact_sums(inverse, np.concatenate(keyed_ps), len(uniq))
+        for k, c, p in zip(uniq.tolist(), l_counts.tolist(), l_ps.tolist()):
+            where, pair = k % _SIDES, k // _SIDES
+            op = trace.ops[eager_codes[pair // len(labels)]]
+            lb = labels[pair % len(labels)]
+            att = classify(op, scopes)
+            att = att._replace(layer=lb.layer or att.layer, phase=lb.phase or att.phase,
+                               category=lb.category or att.category)
+            add(op, att, where, c, p)
     return [OpEntry(*entry, c, s) for entry, (c, s) in merged.items()]
 
 

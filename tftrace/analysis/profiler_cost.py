@@ -1,10 +1,11 @@
 """The profiler's own time inside each step, by source: JAX's Python tracer's calls (estimated,
 analysis/tracer_cost.py), the op events XLA:CPU records for each thunk it runs and PyTorch's
 profiler for each op (estimated per event), TensorFlow's for each eager op and tf.function call
-(estimated per call) and the rest of its recording (measured against the steps TraceCallback timed
-untraced after the window), tftrace's own hooks while the window ran (timed by the capture, in its
-sidecar), and its stack sampler's ticks (timed by the sampler, in its samples file). The steps
-the breakdown and verdict judge are the traced ones less this."""
+(estimated per call), tftrace's own hooks while the window ran (timed by the capture, in its
+sidecar), its stack sampler's ticks (timed by the sampler, in its samples file), and, set against
+the steps TraceCallback timed untraced after the window, the rest of each backend's recording or
+what a paced device hid of the above (analysis/profiler_rest.py). The steps the breakdown and
+verdict judge are the traced ones less this."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tftrace.analysis.breakdown import Timeline
+from tftrace.analysis.profiler_rest import TF_REST, measured  # noqa: F401 - TF_REST: the sources' names, here too
 from tftrace.analysis.tracer_cost import MAX_OF_HOST, TracerCost, tracer_cost
 from tftrace.model.events import Trace
 
@@ -34,24 +36,17 @@ _BACKWARD = "autograd::engine::evaluate_function"  # the name autograd gives eac
 # call (a one-matmul function, 9.3-11.8 us a call in eight runs). Each runs one EagerLocalExecute.
 # What else a graph step costs (its input's get_next, its ops on other threads, Keras' loop: 40-100
 # us a fit step in all, of which these price ~16) no price per event explains; it is measured instead
-# where the capture timed the same call's steps untraced after the window (TF_REST).
+# where the capture timed the same call's steps untraced after the window (analysis/profiler_rest),
+# on every backend.
 PS_PER_TF_EAGER_OP = 2_800_000
 PS_PER_TF_FUNCTION_CALL = 10_000_000
 _EAGER_EXECUTE = "EagerLocalExecute: "  # then the op's type, or the function's `__inference_<name>_<n>`
 MIN_SHARE = 0.01  # a source under this share of step time is left in the steps, unnamed
-# Untraced turns of the loop a measured remainder needs: a few turns' median is one slow turn's.
-MIN_UNTRACED_TURNS = 20
-# The most TensorFlow's recording is taken to cost a step, priced calls and measured rest together:
-# this much an event the step recorded. The dearest work measured costs 1.0-1.7 us an event (a Keras
-# fit step, a call that reads an iterator); a machine whose pace drifts between the window and the
-# stretch after it reads as more.
-PS_PER_TF_EVENT_MAX = 2_000_000
 
 TRACER = "JAX's Python tracer"
 OP_EVENTS = "XLA:CPU's op events"
 TORCH_EVENTS = "PyTorch's op events"
 TF_CALLS = "TensorFlow's call events"
-TF_REST = "TensorFlow's other recording"
 HOOKS = "tftrace's hooks"
 SAMPLER = "tftrace's stack sampler"
 
@@ -114,9 +109,8 @@ def profiler_cost(trace: Trace, tl: Timeline) -> ProfilerCost | None:
             continue
         room, estimated, idle = room - took, estimated - took, idle - gap
         sources.append(Source(owner, how, took, gap, float(took.sum() + gap.sum()) / tl.wall_ps))
-    rest = _tf_rest(trace, tl, sources, estimated)
-    if rest is not None:
-        sources.append(rest)
+    sources = measured(trace, tl, sources, estimated, lambda t, got: less_profiler(t, ProfilerCost(tuple(got), None, 0.0)),
+                       lambda owner, how, took, share: Source(owner, how, took, np.zeros(n, np.int64), share))
     if not sources:
         return None
     cost = sum(s.ps_per_step for s in sources) * n
@@ -160,34 +154,6 @@ def _tf_calls(trace: Trace, tl: Timeline) -> tuple[str, str, np.ndarray | None, 
     how = (f"{fn.mean():,.1f} tf.function calls and {ops.mean():,.1f} eager ops a step at "
            f"~{PS_PER_TF_FUNCTION_CALL / 1e6:.0f} and ~{PS_PER_TF_EAGER_OP / 1e6:.1f} us each, estimated")
     return TF_CALLS, how, fn * PS_PER_TF_FUNCTION_CALL + ops * PS_PER_TF_EAGER_OP, None
-
-
-def _tf_rest(trace: Trace, tl: Timeline, sources: list[Source], room: np.ndarray) -> Source | None:
-    """What TensorFlow's profiler costs beyond its priced calls, measured: the median turn of the
-    loop (a step with the gap after it) less every other source, over the median turn of the same
-    call after the window, untraced (TraceCallback's `untraced`), taken from each step's host
-    overhead alike, within the estimates' `room` and PS_PER_TF_EVENT_MAX an event. Medians, so
-    that a slow step of the window's own (a retrace, a checkpoint) stays the program's; a
-    TensorFlow run only, as the other backends' recording is priced per event (and JAX's hooks
-    time its dispatch, not its steps)."""
-    got = trace.sidecar.get("untraced") if isinstance(trace.sidecar, dict) else None
-    if not isinstance(got, dict) or len(tl.dur) < 2 or not trace.has_prefix(_EAGER_EXECUTE):
-        return None
-    ms, turns = got.get("median_turn_ms"), got.get("turns")
-    if isinstance(ms, bool) or not isinstance(ms, (int, float)) or ms <= 0:
-        return None
-    if isinstance(turns, bool) or not isinstance(turns, int) or turns < MIN_UNTRACED_TURNS:
-        return None
-    turns_less = less_profiler(tl, ProfilerCost(tuple(sources), None, 0.0)).iterations[:-1]  # the last: no gap
-    want = float(np.median(turns_less)) - ms * 1e9
-    calls = sum((s.step_ps for s in sources if s.owner == TF_CALLS), np.zeros(len(tl.dur), np.int64))
-    most = np.minimum(room, _starts_in_steps(trace.events["start_ps"], tl) * PS_PER_TF_EVENT_MAX - calls)
-    took = np.maximum(np.minimum(np.full(len(tl.dur), want), most), 0).astype(np.int64)
-    if took.sum() < MIN_SHARE * tl.wall_ps:
-        return None
-    how = (f"measured: the median turn less the above, against the median of the same call's {turns:,} turns "
-           "after the window, untraced")
-    return Source(TF_REST, how, took, np.zeros(len(tl.dur), np.int64), float(took.sum()) / tl.wall_ps)
 
 
 def _in_steps(trace: Trace, codes, tl: Timeline) -> np.ndarray:

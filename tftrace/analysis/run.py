@@ -34,6 +34,7 @@ from tftrace.analysis.profiler_cost import SAMPLER, ProfilerCost, less_profiler,
 from tftrace.analysis.untraced_pace import UntracedPace, untraced_note, untraced_pace
 from tftrace.analysis.verdict import HIGHLY_INPUT, paced, verdict
 from tftrace.analysis.steps.cut_short import window_note
+from tftrace.analysis.torch_links import torch_notes
 from tftrace.model.report import DEFAULT_TOP, Breakdown, DeviceRow, RunReport, StepRow, StepsSummary, Verdict
 from tftrace.model.events import Trace
 from tftrace.model.memory import AllocatorRow, Memory
@@ -143,14 +144,14 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
     hosts = tuple(p.host for p in parts) if views else timed.hosts
     return RunReport(
         path=timed.path, name=name, hosts=hosts, devices=tuple(sorted({d for p in parts for d in p.devices})),
-        mode=mode, mode_source=mode_source, framework="pytorch" if ctx.torch else "", eager=eager,
+        mode=mode, mode_source=mode_source, framework="pytorch" if ctx.torch else "pytorch_xla" if ctx.torch_xla else "", eager=eager,
         steps=summary, breakdown=breakdown,
         verdict=measured_verdict(judged.verdict, experiment), bottlenecks=found,
         ops=with_costs(stats.ops, cost), layers=with_layer_flops(stats.layers, cost), categories=stats.categories,
         input_pipeline=pipeline,
         notes=_notes(len(hosts), timed.problems, steps, eager) + _profiler_notes(timed, tl, own, classes[1], steps.numbers, judged.verdict.bound)
         + untraced_note(pace) + capture_note(timed.sidecar, timed.python_samples, steps.count, _named(own, SAMPLER))
-        + (ran_ahead_note(tl) if ctx.jax else ()),
+        + (ran_ahead_note(tl) if ctx.jax else ()) + torch_notes(timed),
         host_op_ps=stats.host_self_ps,
         device_op_ps=stats.device_self_ps, per_host=host_rows(views),
         per_device=tuple(sorted((with_peaks(r, cost) for p in parts for r in p.device_rows),

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tftrace.analysis.breakdown import Timeline
-from tftrace.analysis.profiler_cost import TF_REST, ProfilerCost, less_profiler
+from tftrace.analysis.profiler_cost import ProfilerCost, less_profiler
+from tftrace.analysis.profiler_rest import RESTS, SCALED
 
 SLOWED = 1.1  # the steps judged this much slower than the untraced ones: say the rest is the profiler's too
 
@@ -17,7 +18,7 @@ class UntracedPace:
     steps: int  # how many steps that is the mean of
     traced_ps: int  # the traced steps' mean with the gap after each
     judged_ps: int  # the same less the profiler's time: the steps the breakdown judges
-    measured: bool  # the profiler's time holds TensorFlow's other recording, measured against these steps
+    measured: bool  # the profiler's time was set against these steps: a measured rest, or scaled down
 
 
 def untraced_pace(sidecar: dict, tl: Timeline, cost: ProfilerCost | None) -> UntracedPace | None:
@@ -28,7 +29,7 @@ def untraced_pace(sidecar: dict, tl: Timeline, cost: ProfilerCost | None) -> Unt
     ms, steps = got.get("ms_per_step"), got.get("steps")
     if isinstance(ms, bool) or not isinstance(ms, (int, float)) or ms <= 0 or not isinstance(steps, int) or steps <= 0:
         return None
-    measured = cost is not None and any(s.owner == TF_REST for s in cost.sources)
+    measured = cost is not None and any(s.owner in RESTS or SCALED in s.how for s in cost.sources)
     return UntracedPace(round(ms * 1e9), steps, _per_turn(tl), _per_turn(less_profiler(tl, cost)), measured)
 
 

@@ -40,14 +40,25 @@ def keras_call(model, call: str, n: int, budget_s: float | None = None, findings
     """
     raw = new("step", call, n)
     min_s = MIN_TIMED_S if budget_s is None else min(MIN_TIMED_S, budget_s / 2)
-    if backends.keras_backend() == backends.TORCH:  # its steps are not TensorFlow's or JAX's functions
-        raise NotImplementedError("confirm does not run on Keras' torch backend yet")
-    jax = backends.keras_backend() == backends.JAX
+    jax, torch = backends.keras_backend() == backends.JAX, backends.keras_backend() == backends.TORCH
+    randoms = None
     try:
-        source = data_source.batches(data_source.keras_epoch_iterator(model, call), jax=jax)
+        epoch_iterator = data_source.keras_epoch_iterator(model, call)
+        if torch:  # its batches come from torch DataLoaders, its steps are Python (capture/experiment_torch)
+            from tftrace.capture import experiment_torch
+            randoms = experiment_torch.RandomState()  # before the DataLoader draws its seed from torch's generator
+            source = experiment_torch.batches(epoch_iterator)
+        else:
+            source = data_source.batches(epoch_iterator, jax=jax)
     except data_source.Unavailable as e:
         raw["skipped"].append(f"input alone and step alone: {e}")
+        if randoms is not None:
+            randoms.restore()
         return raw
+    except BaseException:
+        if randoms is not None:
+            randoms.restore()
+        raise
     snapshot = Snapshot(variables_of(model))
     try:
         timed, batch = time_batches(source, n)
@@ -59,6 +70,8 @@ def keras_call(model, call: str, n: int, budget_s: float | None = None, findings
             return raw
         if jax:
             from tftrace.capture.experiment_jax import step_call
+        elif torch:
+            step_call = experiment_torch.step_call
         else:
             step_call = _step_call
         step = time_each(step_call(model, call, batch), n, min_s=min_s)[0]
@@ -70,6 +83,8 @@ def keras_call(model, call: str, n: int, budget_s: float | None = None, findings
             raw["whatifs"] = timed_fixes.run(model, batch, timed_fixes.plans(findings, model), n)
     finally:
         snapshot.restore()
+        if randoms is not None:
+            randoms.restore()
     return raw
 
 
@@ -96,15 +111,19 @@ def predict_alternatives(model, x, n: int, min_s: float = MIN_TIMED_S) -> dict:
     """ms per call of `model.predict(x)` and of the ways to get the same outputs without its
     per-call work (a fresh data pipeline, callbacks, batching), each checked against predict's.
     `function_call` is the model compiled as one call: a tf.function, or `jax.jit` on Keras' JAX
-    backend (of the model's stateless call, its variables passed in)."""
-    if backends.keras_backend() == backends.JAX:
-        from tftrace.capture.experiment_jax import compiled_call, flatten
-    else:
-        compiled_call, flatten = _tf_function_call, _tf_flatten
+    backend (of the model's stateless call, its variables passed in); none on torch."""
     calls = {"predict": lambda: model.predict(x, verbose=0),
              "predict_on_batch": lambda: model.predict_on_batch(x),
-             "direct_call": lambda: model(x, training=False),
-             "function_call": compiled_call(model, x)}
+             "direct_call": lambda: model(x, training=False)}
+    if backends.keras_backend() == backends.JAX:
+        from tftrace.capture.experiment_jax import compiled_call, flatten
+    elif backends.keras_backend() == backends.TORCH:  # no compiled call: torch.compile would compile in the fit
+        from tftrace.capture.experiment_torch import flatten
+        compiled_call = None
+    else:
+        compiled_call, flatten = _tf_function_call, _tf_flatten
+    if compiled_call is not None:
+        calls["function_call"] = compiled_call(model, x)
     return _compare(calls, n, min_s, flatten)
 
 

@@ -359,12 +359,9 @@ class trace(contextlib.ContextDecorator):
             from tftrace.capture.trace_cost import ModelCalls
             calls = self._calls[id(session)] = ModelCalls()
             calls.watch(self.model)  # before the layer ranges below wrap the model's call
-        if session.active and self.model is not None and session.profiler.name == backends.TORCH:
-            from tftrace.capture.marks import Patches
-            from tftrace.capture.torch_profiler import mark_layers
-            layers = Patches()  # each layer's call a named range: torch's trace names no Keras layer
-            mark_layers(layers, self.model, session.sidecar, clock=session)
-            session.on_stop.append(layers.restore)
+        if session.active and session.profiler.name == backends.TORCH:
+            from tftrace.capture.torch_profiler import mark_owners
+            mark_owners(session, self.model)  # torch's trace names no layer or module otherwise
         if calls is not None:
             session.on_stop.append(calls.restore)  # after the layer ranges are put back
         self._entered.append(session)

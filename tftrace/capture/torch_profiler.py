@@ -71,12 +71,37 @@ def _new_run_dir(root: str) -> str:
         return path
 
 
+def mark_owners(session, model=None) -> None:
+    """Name the owners of the ops in an open torch capture's trace until it stops: a Keras model's
+    layers, loss, metrics and optimizer (`mark_layers`); any other program's torch modules, each
+    call a range (global module hooks: capture/torch_owners)."""
+    try:
+        if model is not None and _is_keras(model):
+            from tftrace.capture.marks import Patches
+            patches = Patches()
+            mark_layers(patches, model, session.sidecar, clock=session)
+            session.on_stop.append(patches.restore)
+            return
+        from tftrace.capture.torch_owners import ModuleRanges
+        ranges = ModuleRanges(clock=session, model=model)
+        if ranges.open():
+            session.sidecar["module_ranges"] = True
+            session.on_stop.append(ranges.close)
+    except Exception:  # the names are a bonus: the capture goes on without them
+        pass
+
+
+def _is_keras(model) -> bool:
+    return any(c.__module__.split(".")[0] in ("keras", "tf_keras") for c in type(model).__mro__)
+
+
 def mark_layers(patches, model, sidecar: dict, clock=None) -> None:
     """Wrap each Keras layer's `call` (on the instance, put back by `patches.restore()`) in
     `torch.profiler.record_function(layer.name)`: Keras on torch leaves no layer name in the trace
     otherwise. The names marked go in the sidecar as `layer_ranges` (the model's first), so a reader
     tells them from other ranges; the ranges' own time adds to `clock.hooks_ns` (the capture's, as
-    its hooks are: tens of us a range under the profiler). Never raises: the names are a bonus."""
+    its hooks are: tens of us a range under the profiler). The loss, metrics and optimizer get
+    ranges of their own (capture/torch_owners). Never raises: the names are a bonus."""
     from tftrace.capture.marks import marked
     from tftrace.capture.program_config import layers_of
     names = sidecar.setdefault("layer_ranges", [])
@@ -91,6 +116,8 @@ def mark_layers(patches, model, sidecar: dict, clock=None) -> None:
                 names.append(name)
     except Exception:  # the layers marked so far stay marked, and are put back with the rest
         pass
+    from tftrace.capture.torch_owners import mark_keras_owners
+    mark_keras_owners(patches, model, sidecar, clock)
 
 
 @contextlib.contextmanager

@@ -17,8 +17,11 @@ INT_STATS = {"_r": "root", "step_num": "step_num", "iter_num": "iter_num", "grou
              "tracing_count": "tracing_count", "is_func": "is_func", "correlation_id": "correlation"}
 # String stats kept as codes into Trace.names (-1 where absent).
 STR_STATS = {"tf_function_call": "fn_call", "eager_op": "eager_op", "step_name": "step_name"}
+# PyTorch's links from a backward op to the forward op that made it (Kineto's `Sequence number`,
+# `Fwd thread id` and `fwdbwd` flow id), and an op's Python stack (`Call stack`: a code into names).
+TORCH_STATS = ("seq", "fwd_thread", "fwdbwd", "stack")
 COLUMNS = ("line", "name", "start_ps", "dur_ps", "self_ps")
-STAT_COLUMNS = ("event", *INT_STATS.values(), *STR_STATS.values())
+STAT_COLUMNS = ("event", *INT_STATS.values(), *STR_STATS.values(), *TORCH_STATS)
 
 
 class Columns:

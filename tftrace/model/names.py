@@ -15,6 +15,8 @@ _RUNTIME_CALLBACKS = ("ThenExecuteCallback",)
 # TraceCallback names each other callback's hooks `tftrace callback <Class>.<hook>` in the trace;
 # the analysis reads them back (capture and analysis share this one spelling).
 CALLBACK_MARK = "tftrace callback "
+# A torch module's call: torch.profiler's with_stack names it so, and tftrace's capture names its ranges alike.
+TORCH_MODULE = "nn.Module: "
 _MEMCPY = ("MemcpyHToD", "MemcpyDToH", "MemcpyDToD", "MemcpyHToH", "MemcpyH2D", "MemcpyD2H", "MemcpyD2D", "MemcpyP2P")
 
 

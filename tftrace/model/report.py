@@ -273,8 +273,8 @@ class RunReport:
     devices: tuple[str, ...] = ()
     mode: str = "unknown"  # train | evaluate | predict | mixed | unknown
     mode_source: str = ""  # how the mode was found: markers, sidecar, function names, ops
-    # "pytorch" for PyTorch profiler (Kineto) traces; "" where the trace family does not say (TF
-    # and JAX both write XSpace).
+    # "pytorch" for PyTorch profiler (Kineto) traces, "pytorch_xla" for PyTorch/XLA's XSpace; ""
+    # where the trace family does not say (TF and JAX both write XSpace).
     framework: str = ""
     eager: bool = False
     steps: StepsSummary = StepsSummary(0, "none", 0, 0)

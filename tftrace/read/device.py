@@ -25,8 +25,15 @@ def device_label(md, stat_names) -> tuple[str, Op | None]:
         return f"{tf_op[0]}:{tf_op[1]}", Op(tf_op[0], tf_op[1], "device")
     if "hlo_category" in meta_stats:
         hlo = md.display_name or md.name
-        return f"hlo:{hlo}", Op(hlo, str(meta_stats["hlo_category"]), "device")
+        return f"hlo:{hlo}", Op(hlo, str(meta_stats["hlo_category"]), "device", torch_xla_source(meta_stats.get("tf_op")))
     return f"kernel:{md.name}", Op(md.name, _kernel_type(md.name), "device", "", precision(md.name))
+
+
+def torch_xla_source(tf_op) -> str:
+    """PyTorch/XLA's HLO metadata as a TPU op's `tf_op` gives it (`Net/fc/aten__addmm:aten__addmm`,
+    scopes from `xp.Trace`): the op's scope path, its last segment the torch op; "" for others."""
+    name, _, op_type = str(tf_op or "").rpartition(":")
+    return name if op_type.startswith(("aten__", "xla__")) and name else ""
 
 
 def stated_cost(md, stat_names) -> OpCost | None:

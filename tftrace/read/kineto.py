@@ -13,7 +13,7 @@ import numpy as np
 from tftrace.model.cost import OpTotal
 from tftrace.model.errors import TraceReadError
 from tftrace.model.events import LineInfo
-from tftrace.model.names import DATALOADER, Op
+from tftrace.model.names import DATALOADER, TORCH_MODULE, Op
 from tftrace.read import storage
 from tftrace.read.build import TraceBuilder
 from tftrace.read.hlo import precision
@@ -88,12 +88,15 @@ def _add_costs(builder: TraceBuilder, host: str, events: "_Events", top: dict) -
 
 
 class _Line:
-    __slots__ = ("label", "start", "dur", "corr", "step", "missing")
+    __slots__ = ("label", "start", "dur", "corr", "step", "missing", "seq", "fwd", "flow", "stack")
 
     def __init__(self):
         self.label, self.start, self.dur = array("i"), array("q"), array("q")
         self.corr, self.step = array("q"), array("q")
         self.missing: list[tuple[int, str, str]] = []  # events without a correlation id in their args
+        # Autograd's links (ops only): sequence number, forward thread id (0 on forward ops), fwdbwd flow id;
+        # and the op's Python stack (`Call stack`, an index into _Events.stacks); -1 where absent.
+        self.seq, self.fwd, self.flow, self.stack = array("q"), array("q"), array("q"), array("q")
 
 
 class _Events:
@@ -105,6 +108,9 @@ class _Events:
         self.labels: list[tuple[str, str]] = []
         self._codes: dict[tuple[str, str], int] = {}
         self._flows: dict[tuple[str, str, int], int] = {}  # (pid, tid, ts) of a flow's end -> its id
+        self._fwdbwd: dict[tuple[str, str, int], int] = {}  # (pid, tid, ts) of either end of a `fwdbwd` flow -> its id
+        self.stacks: list[str] = []  # distinct `Call stack` texts
+        self._stack_codes: dict[str, int] = {}
         self.costs: dict[int, list] = {}  # label -> [FLOPs, bytes, runs] of ops counted from their shapes
         # Times count from the first event's: Unix microseconds in picoseconds overflow int64.
         self.base_ps: int | None = None
@@ -129,6 +135,10 @@ class _Events:
                 ts = self._time(ev.get("ts"))
                 if ts is not None and _id(ev.get("id")) >= 0:
                     self._flows[(str(ev.get("pid")), str(ev.get("tid")), ts)] = ev["id"]
+            elif ph in ("s", "f") and ev.get("cat") == "fwdbwd":  # a forward op to the backward op it made
+                ts = self._time(ev.get("ts"))
+                if ts is not None and _id(ev.get("id")) >= 0:
+                    self._fwdbwd[(str(ev.get("pid")), str(ev.get("tid")), ts)] = ev["id"]
             elif ph == "M" and ev.get("name") == "thread_name":
                 args = ev.get("args")
                 if isinstance(args, dict) and args.get("name"):
@@ -177,12 +187,36 @@ class _Events:
         line.corr.append(corr)
         step = _STEP.match(label[1])
         line.step.append(_id(int(step.group(1))) if step and cat not in _DEVICE_RANGES else -1)
+        seq = _id(args.get("Sequence number")) if cat in _OPS else -1
+        line.seq.append(seq)
+        line.fwd.append(_id(args.get("Fwd thread id")) if seq >= 0 else -1)
+        line.flow.append(-1)  # set by link_flows, where a `fwdbwd` flow ends at the op
+        stack = args.get("Call stack") if cat in _OPS else None
+        line.stack.append(self._stack(stack) if type(stack) is str and stack else -1)
+
+    def _stack(self, text: str) -> int:
+        code = self._stack_codes.get(text)
+        if code is None:
+            code = self._stack_codes[text] = len(self.stacks)
+            self.stacks.append(text)
+        return code
 
     def link_flows(self) -> None:
-        """Correlation ids from flow events, for events whose args carry none."""
+        """Correlation ids from flow events, for events whose args carry none; `fwdbwd` flow ids
+        on the ops where those flows start and end (ops with a sequence number: only they can)."""
         for line in self.lines.values():
             for i, pid, tid in line.missing:
                 line.corr[i] = self._flows.get((pid, tid, line.start[i]), -1)
+        if not self._fwdbwd:
+            return
+        for key, line in self.lines.items():
+            if key[0] != "host":
+                continue
+            _, pid, tid = key
+            seq, start, flow = line.seq, line.start, line.flow
+            for i in range(len(seq)):
+                if seq[i] >= 0:
+                    flow[i] = self._fwdbwd.get((pid, tid, start[i]), -1)
 
 
 def _add_line(builder: TraceBuilder, host: str, key: tuple, events: _Events) -> None:
@@ -203,6 +237,13 @@ def _add_line(builder: TraceBuilder, host: str, key: tuple, events: _Events) -> 
     corr = np.frombuffer(line.corr, np.int64)
     step = np.frombuffer(line.step, np.int64)
     stats = {"correlation": corr, "step_num": step, "root": np.where(step >= 0, 1, -1)}
+    if key[0] == "host":
+        stack = np.frombuffer(line.stack, np.int64)
+        if (stack >= 0).any():  # each distinct stack interned once, as a name no event has
+            codes = np.array([builder.intern(t, plain=True) for t in events.stacks] + [-1], np.int64)
+            stack = codes[stack]
+        stats.update(seq=np.frombuffer(line.seq, np.int64), fwd_thread=np.frombuffer(line.fwd, np.int64),
+                     fwdbwd=np.frombuffer(line.flow, np.int64), stack=stack)
     builder.add_line(info, name, np.frombuffer(line.start, np.int64), np.frombuffer(line.dur, np.int64), stats)
 
 
@@ -217,8 +258,8 @@ def _intern(builder: TraceBuilder, cat: str, name: str, role: str) -> int:
         return builder.intern(f"kernel:{name}", Op(name, name, "device", "", precision(name)))
     if cat == "DataLoader" or name.startswith("enumerate(DataLoader)#"):
         return builder.intern(name, Op(name, DATALOADER, "torch"))
-    if cat in _OPS and not _STEP.match(name) and "#" not in name:
-        return builder.intern(name, Op(name, name, "torch"))
+    if cat in _OPS and not _STEP.match(name) and "#" not in name and not name.startswith(TORCH_MODULE):
+        return builder.intern(name, Op(name, name, "torch"))  # (a module's range may be recorded as a cpu_op)
     return builder.intern(name, plain=True)
 
 

@@ -99,6 +99,8 @@ def _run(console: Console, run) -> None:
     _simple(console, "tf.data stages (share of the pipeline's self time)", ("stage", "self ms", "share"),
             [(r.name, ms(r.self_ps), pct(r.share)) for r in run.input_pipeline.stages])
     memory_section(console, run.memory, _simple)
+    if run.notes:  # a blank line: a note right under a table is not one of its rows
+        console.print()
     for note in run.notes:
         labelled(console, "[dim]note:[/dim] ", f"[dim]{escape(note)}[/dim]", _INDENT)
 
@@ -148,7 +150,7 @@ def _simple(console: Console, title: str, columns, rows, limits: dict | None = N
     _print_table(console, title, spec, [tuple(str(c) for c in row) for row in rows])
 
 
-_FRAMEWORKS = {"pytorch": "PyTorch"}
+_FRAMEWORKS = {"pytorch": "PyTorch", "pytorch_xla": "PyTorch/XLA"}
 
 
 def _two_lines(name: str, width: int) -> str:

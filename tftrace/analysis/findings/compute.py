@@ -146,7 +146,7 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
         extras = ", ".join(program.optimizer_extras + tuple(f"constraint {c}" for c in program.constrained))
         key = "optimizer_extras" if extras else ("optimizer_jax" if ctx.jax else "optimizer")
         return (f"Optimizer {o.name}: {share:.0%} of each step updating the weights",
-                fix_for(key, "cpu" if ctx.on_cpu else "any", extras=extras),
+                fix_for(key, ctx.idiom("cpu" if ctx.on_cpu else "any"), extras=extras),
                 facts, "optimizer")
     if o.kind == "metric":
         configs = [program.metric_configs.get(m, m) for m in program.metrics] or [o.name]
@@ -177,7 +177,7 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
         return (f"The model's ops, whose names carry no layer scope: {share:.0%} of each step",
                 fix_for("outside_layers"), [fact("owner", "no op of this trace names a layer scope")], "step")
     return (f"The step function's ops outside any layer: {share:.0%} of each step",
-            fix_for("outside_layers", "torch" if ctx.torch else "captured" if ctx.captured else "any"),
+            fix_for("outside_layers", ctx.idiom("captured" if ctx.captured else "any")),
             [fact("owner", "the step function's own ops outside every layer, loss, metric and optimizer scope")],
             "step")
 

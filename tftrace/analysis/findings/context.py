@@ -14,6 +14,7 @@ from tftrace.analysis.overhead import Overhead
 from tftrace.analysis.pipeline_load import PipelineLoad
 from tftrace.analysis.steps.found import Steps
 from tftrace.analysis.profiler_cost import ProfilerCost
+from tftrace.analysis.lazy_tensors import is_torch_xla
 from tftrace.analysis.tracer_cost import TracerCost
 from tftrace.model.events import Trace
 from tftrace.model.memory import AllocatorRow
@@ -124,6 +125,15 @@ class Context:
     def torch(self) -> bool:
         """A PyTorch run (a Kineto trace): fixes in torch's idiom, not Keras'."""
         return self.trace.format == "kineto"
+
+    @cached_property
+    def torch_xla(self) -> bool:
+        """A PyTorch/XLA run (its runtime's events, or torch ops in its device ops' metadata)."""
+        return self.trace.format != "kineto" and is_torch_xla(self.trace)
+
+    def idiom(self, other: str = "any") -> str:
+        """The family whose idiom a fix is written in: torch_xla, torch, jax, else `other`."""
+        return "torch_xla" if self.torch_xla else "torch" if self.torch else "jax" if self.jax else other
 
     @property
     def tracer(self) -> TracerCost | None:

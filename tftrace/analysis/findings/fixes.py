@@ -14,6 +14,13 @@ _FIXES = {
                 "tf.function once, outside the loop."),
     },
     "recompilation": {
+        "torch_xla": ("PyTorch/XLA compiles the step's graph again whenever the graph it traces changes: a new input "
+                      "shape (the last, smaller batch; sequences of varying length), a Python number that changes each "
+                      "step baked into the graph, or Python control flow on tensor values. Keep shapes fixed "
+                      "(`DataLoader(..., drop_last=True)`, pad or bucket sequence lengths), pass numbers that change as "
+                      "device tensors, and keep `if`/`for` on tensor values out of the step; `PT_XLA_DEBUG_LEVEL=2` "
+                      "prints each compile and what caused it, and `torch_xla.debug.metrics.metrics_report()` counts "
+                      "them (`UncachedCompile`)."),
         "any": ("XLA compiles `{fn}` again for every new input shape: give it a few fixed shapes: pad "
                 "sequences to a fixed length or to a few bucket lengths "
                 "(`tf.data.Dataset.bucket_by_sequence_length`), batch with `drop_remainder=True`, and keep "
@@ -62,6 +69,9 @@ _FIXES = {
                   "garbage collection): find what runs in them (the steps listed), and do it less often."),
     },
     "step_python": {
+        "torch_xla": ("Your loop runs Python between calls of `{fn}` on every step: keep step results on the device "
+                      "(read them with `xm.add_step_closure(fn)`, which runs after `xm.mark_step()`), log every N steps, "
+                      "and prepare batches with `MpDeviceLoader`."),
         "any": ("Your loop runs Python between calls of `{fn}` on every step: keep values as tensors (no "
                 "`.numpy()`, `float()` or `print` of tensors per step), compute metrics inside the tf.function "
                 "(`keras.metrics` objects), log every N steps, and move numpy work into the graph or out of the "
@@ -75,6 +85,10 @@ _FIXES = {
                 "asynchronously: do the host's work before reading anything back)."),
     },
     "between_calls": {
+        "torch_xla": ("Overlap it with the device: feed batches through `torch_xla.distributed.parallel_loader."
+                      "MpDeviceLoader(loader, device)` (it copies the next batches while this step runs and marks each "
+                      "step), keep per-step Python (logging, `.item()`) off the step's path, and compile the step once "
+                      "with `torch_xla.compile(...)` so the host stops retracing it."),
         "torch": ("Overlap it with the model: load and preprocess batches in DataLoader workers (`num_workers`), "
                   "keep per-step logging and `.item()` calls off the step's path (log every N steps), and cache what "
                   "does not change."),
@@ -110,6 +124,9 @@ _FIXES = {
                     "or a reused `tf.function`), or predict many inputs in one call."),
     },
     "host_overhead": {  # captured: by TraceCallback (it already samples Python); cpu: no accelerator (no XLA advice)
+        "torch_xla": ("This host time inside the steps runs no device work: PyTorch/XLA tracing the step's ops into "
+                      "its lazy graph, hashing and looking the graph up, and the Python around it. Compile the step once "
+                      "(`torch_xla.compile(step_fn)`), feed batches with `MpDeviceLoader`, and raise the batch size."),
         "any": ("This host time inside the steps runs no op: the framework's own work around them (function calls, "
                 "iterators, argument handling) or Python this capture did not record. Capture with "
                 "`tftrace.TraceCallback` (it samples Python, naming the functions behind it), and cut the per-step "
@@ -142,6 +159,9 @@ _FIXES = {
                     "(decode once, smaller images, GPU-side augmentation){pin}."),
     },
     "dispatch": {
+        "torch_xla": ("The host traces each op of the step into PyTorch/XLA's lazy graph, every step: compile the step "
+                      "once and replay it (`torch_xla.compile(step_fn)`, or `torch.compile(model, backend=\"openxla\")`), "
+                      "keep one `xm.mark_step()` per iteration, and raise the batch size so each run does more."),
         "torch": ("Each op the step runs costs PyTorch and the CUDA runtime a few microseconds to launch, whatever "
                   "its size: run fewer, larger kernels. Compile the model with `torch.compile(model)` (fuses "
                   "elementwise ops), capture the step in CUDA graphs (`torch.compile(mode=\"reduce-overhead\")`), "
@@ -244,6 +264,15 @@ _FIXES = {
                 "a cheaper kind of layer, or run it in mixed precision on GPU/TPU."),
     },
     "optimizer": {
+        "torch": ("The optimizer's update runs several small ops for every weight each step: use its multi-tensor or "
+                  "fused form (`torch.optim.AdamW(params, foreach=True)`, or `fused=True` on GPU), compile the step "
+                  "(`torch.compile`; on Keras' torch backend `model.compile(..., jit_compile=True)`), train fewer "
+                  "weights (freeze layers you do not fine-tune), or use a simpler optimizer (SGD with momentum) where "
+                  "it trains as well."),
+        "torch_xla": ("The optimizer's update touches every weight every step inside the step's graph: train fewer "
+                      "weights (freeze what you do not fine-tune), use a simpler optimizer (SGD with momentum) where it "
+                      "trains as well, and under mixed precision the `torch_xla.amp.syncfree` optimizers, which skip "
+                      "the host sync on inf checks."),
         "any": ("The optimizer's update reads and writes every weight and its slots each step, in several small ops "
                 "per weight: use a plain update where it trains as well (SGD with momentum does about a fifth of "
                 "Adam's work per weight), train fewer weights (freeze layers you do not fine-tune), or fuse the "
@@ -293,6 +322,9 @@ _FIXES = {
                 "(one jitted function around the whole step)."),
     },
     "outside_layers": {
+        "torch_xla": ("These device ops carry no scope in PyTorch/XLA's HLO metadata: capture with `XLA_HLO_DEBUG=1` "
+                      "(each op's torch op and Python line go into the metadata) and wrap the model's parts in "
+                      "`torch_xla.debug.profiler.Trace('name')` so their owner is named; then make that work cheaper."),
         "any": ("These ops run in the step function outside every layer, loss and optimizer scope (a custom "
                 "train_step's own work, a metric, a weight penalty, sample weighting): name them with "
                 "`tf.name_scope('...')` or capture with `tftrace.TraceCallback`, whose sidecar records the "
@@ -301,12 +333,32 @@ _FIXES = {
                      "program's configuration names no metric or penalty that makes them (a custom train_step's own "
                      "work, sample weighting): name them with `tf.name_scope('...')` to see what they are, then make "
                      "that work cheaper or run it less often."),
-        "torch": ("These ops run outside every layer's range: the loss, the backward pass (autograd runs it outside "
-                  "the layers' calls), the optimizer and the train step's own work. Name a part with "
-                  "`torch.profiler.record_function('...')` to see its owner; the backward pass shrinks with the "
-                  "forward it mirrors, and the optimizer's updates with `foreach=True` or `fused=True`."),
+        "torch": ("These ops run outside every module's call and outside the loss's and the optimizer's: the step's "
+                  "own work (moving and casting the batch, metrics, logging). Name a part with "
+                  "`torch.profiler.record_function('...')` to see its owner, and capture with `tftrace.trace()` (or "
+                  "`torch.profiler.profile(with_stack=True)`) so each module's call is named; then make that work "
+                  "cheaper or run it less often."),
+    },
+    "graph_break": {
+        "torch_xla": ("Reading a value inside the step (`loss.item()`, `.cpu()`, `print(tensor)`, a Python `if` on a "
+                      "tensor) cuts PyTorch/XLA's graph there: the device runs the part before it, the host waits for "
+                      "the value, then traces and runs the rest as a second graph, every step. Keep values on the device "
+                      "and read them after the step: `xm.add_step_closure(lambda: print(loss.item()))` runs once "
+                      "`xm.mark_step()` has run the whole graph; log every N steps; keep `xm.mark_step()` (or "
+                      "`torch_xla.step()`) once per iteration, at its end. `PT_XLA_DEBUG_LEVEL=1` names the Python line "
+                      "behind each extra execution."),
+    },
+    "lazy_tracing": {
+        "torch_xla": ("PyTorch/XLA traces the step's ops into a graph on the host, op by op in Python, every step, and "
+                      "the device waits between runs: compile the step once and replay it (`torch_xla.compile(step_fn)`, "
+                      "or `torch.compile(model, backend=\"openxla\")` for the model), feed batches through "
+                      "`MpDeviceLoader` so the copy overlaps the step, and give each step more work (a larger batch, "
+                      "gradient accumulation inside one graph)."),
     },
     "device_idle": {
+        "torch_xla": ("The host cannot keep the TPU fed: compile the step once (`torch_xla.compile(step_fn)`), feed "
+                      "batches through `MpDeviceLoader`, keep `.item()`, `.cpu()` and printing out of the step (read "
+                      "values with `xm.add_step_closure`), and call `xm.mark_step()` once per iteration, at its end."),
         "torch": ("The host cannot keep the GPU fed: take per-step syncs off the step's path (`.item()`, `.cpu()`, "
                   "printing tensors, `torch.cuda.synchronize()`), compile the model (`torch.compile`) or capture the "
                   "step in CUDA graphs, and load data in DataLoader workers."),
@@ -355,6 +407,9 @@ _FIXES = {
                   "{fill} of capacity planned), and scale the learning rate with it"),
     },
     "h2d": {
+        "torch_xla": ("Each batch is sent to the device inside the step: load through `torch_xla.distributed."
+                      "parallel_loader.MpDeviceLoader(loader, device)`, which copies the next batches in the background "
+                      "while this step runs; send smaller dtypes (uint8 images, bfloat16) and cast on the device."),
         "torch": ("Copy batches from pinned memory without blocking: `DataLoader(..., pin_memory=True)` and "
                   "`batch.to(device, non_blocking=True)`, so the copy overlaps the previous step's kernels; send "
                   "smaller dtypes (uint8 images, normalized on the GPU)."),

@@ -23,11 +23,12 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
         p = projection.removed(ctx, share * ctx.wall_ps, "the time between steps in Keras' loop and callbacks")
         return [Finding("idle", "Gaps between steps" + title, share, facts, fix_for("gaps", "keras"),
                         p.step_ps, "idle", subject="between steps", **p.fields())]
-    framework = "PyTorch's profiled ops" if ctx.torch else "JAX" if ctx.jax else "TensorFlow"
+    framework = {"torch_xla": "PyTorch/XLA's runtime", "torch": "PyTorch's profiled ops", "jax": "JAX"}.get(
+        ctx.idiom(), "TensorFlow")
     facts = (ms_fact(f"per iteration outside {framework}", per_gap), pct_fact("share of wall time", share),
              fact("your Python between calls, such as loading data"), *where)
     side = share * ctx.per_step_ps
     p = projection.overlap(ctx, side, ctx.per_step_ps - side, "your Python between iterations", "the step")
     return [Finding("idle", "Your Python between iterations" + title, share, facts,
-                    fix_for("between_calls", "torch" if ctx.torch else "jax" if ctx.jax else "predict"),
+                    fix_for("between_calls", ctx.idiom("predict")),
                     p.step_ps, "idle", subject="between steps", **p.fields())]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tftrace.analysis.findings import (callbacks, compute, device_sync, eager, gaps, host_to_device, jit_compile,
                                        keras_calls, memory_room, op_by_op, per_call, pipeline, precision,
                                        precision_cpu, python_function, recompile, regions, remainder, retracing,
-                                       small_steps, stalls, step_python, straggler, xla_cpu)
+                                       small_steps, stalls, step_python, straggler, torch_xla, xla_cpu)
 import dataclasses
 
 from tftrace.analysis.findings.base import MIN_SHARE, Finding, evidence_text, ms_fact
@@ -25,7 +25,7 @@ from tftrace.model.report import Bottleneck
 CAUSES = (straggler.detect, per_call.detect, keras_calls.detect, retracing.detect, recompile.detect, jit_compile.detect,
           eager.detect, op_by_op.detect, precision.detect, precision_cpu.detect, device_sync.detect,
           host_to_device.detect, callbacks.detect, stalls.detect, regions.detect, step_python.detect, pipeline.detect,
-          compute.detect, xla_cpu.detect)
+          compute.detect, xla_cpu.detect, torch_xla.detect)
 # Findings about the time the causes above left unexplained, in order: (detect, part it takes from).
 LEFTOVERS = ((python_function.detect, "host_overhead idle"), (small_steps.detect, "host_overhead idle"),
              (gaps.detect, "idle"), (remainder.detect, "host_overhead"))

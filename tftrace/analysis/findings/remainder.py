@@ -34,8 +34,7 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     if dispatch is not None and not where:
         title, facts = dispatch
         kind = "device_idle" if device else "host_overhead"
-        fix = fix_for("dispatch", "torch" if ctx.torch else "jax" if ctx.jax else
-                      ("custom" if ctx.loop == "custom" else "keras") + ("_cpu" if ctx.on_cpu else ""))
+        fix = fix_for("dispatch", ctx.idiom(("custom" if ctx.loop == "custom" else "keras") + ("_cpu" if ctx.on_cpu else "")))
         p = projection.dispatch(ctx, rest * ctx.wall_ps, "the host's time between op runs, scheduling them")
         return [Finding(kind, title, rest, (pct_fact(lead, rest), *facts), fix, p.step_ps,
                         "host_overhead", subject="dispatch", **p.fields())]
@@ -44,7 +43,7 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     facts = (pct_fact(lead, rest), *where, *_owners_fact(ctx))
     if device:
         return [Finding("device_idle", "Device idle, waiting for the host" + in_fn, rest, facts,
-                        fix_for("device_idle", "torch" if ctx.torch else "any"),
+                        fix_for("device_idle", ctx.idiom()),
                         ctx.projected(rest * ctx.wall_ps), "host_overhead", subject=_function(in_fn) or "host",
                         **projection.unknown(ctx, _UNPRICED).fields())]
     framework = framework_of(ctx, ("inside steps",)) if in_fn and where else ""
@@ -54,7 +53,7 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     else:
         title = ("Python time inside steps" + in_fn) if in_fn and where else "Framework time inside steps, outside any op"
         subject = _function(in_fn) if in_fn and where else "framework"
-    variant = "torch" if ctx.torch else "_".join(w for w in ("captured" if ctx.captured else "",
+    variant = "torch_xla" if ctx.torch_xla else "torch" if ctx.torch else "_".join(w for w in ("captured" if ctx.captured else "",
                                                                  "cpu" if ctx.on_cpu else "") if w) or "any"
     return [Finding("host_overhead", title, rest, facts, fix_for("host_overhead", variant),
                     ctx.projected(rest * ctx.wall_ps), "host_overhead", subject=subject,

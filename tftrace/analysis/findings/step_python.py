@@ -32,7 +32,7 @@ def detect(ctx: Context) -> list[Finding]:
     title = f"Your Python between {fn} calls: {ms(per)} per step{in_fn}"
     p = projection.removed(ctx, gaps, f"your Python between calls of {fn}")
     return [Finding("step_python", title, ctx.breakdown.idle, tuple(facts),
-                    fix_for("step_python", "torch" if ctx.torch else "jax" if ctx.jax else "any", fn=fn), p.step_ps,
+                    fix_for("step_python", ctx.idiom(), fn=fn), p.step_ps,
                     "idle", subject=fn, **p.fields())]
 
 

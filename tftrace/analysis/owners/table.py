@@ -148,12 +148,8 @@ def _op_matrix(ctx, program: Program, key):
     label, labels = eager_layers(trace, ctx.steps.starts) if any(op.kind in LABELLED_KINDS for op in trace.ops.values()) \
         else (None, [])
     if label is not None:
-        relabel = [key(OwnerKey("layer", lb.layer, lb.phase) if lb.layer else
-                       OwnerKey("optimizer", program.optimizer.lower() or "optimizer") if lb.phase == "optimizer"
-                       else OwnerKey("step", "outside any layer", lb.phase)) for lb in labels]
-        lab = label[rows].astype(np.int64)
-        has = lab >= 0
-        own[has] = np.asarray(relabel, np.int64)[lab[has]]
+        own = _relabelled(own, label[rows].astype(np.int64), ev["name"][rows], labels, atts, program, unscoped, key,
+                          trace)
     it = np.searchsorted(tl.start, ev["start_ps"][rows], side="right") - 1
     ok = (it >= 0) & (ev["start_ps"][rows] < tl.start[-1] + tl.dur[-1])
     if not ok.all():  # (most traces: every op inside the steps' span)
@@ -165,10 +161,48 @@ def _op_matrix(ctx, program: Program, key):
     op_ps, runs, per_name = _sums(names, own, it, self_ps, owner, n, width, label is None)
     disp = _waits(ctx, rows, it, cell, is_dispatched[names], is_callback[names], n * width).reshape(n, width)
     types: dict[int, Counter] = {}  # the op types behind each owner, by their time
-    for code in np.flatnonzero(per_name).tolist():
-        if owner[code] >= 0:
-            types.setdefault(int(owner[code]), Counter())[trace.ops[code].type] += int(per_name[code])
+    if label is None:
+        for code in np.flatnonzero(per_name).tolist():
+            if owner[code] >= 0:
+                types.setdefault(int(owner[code]), Counter())[trace.ops[code].type] += int(per_name[code])
+    else:  # relabelled events: by (owner, name) pairs
+        pair, inverse = np.unique(own * len(owner) + names, return_inverse=True)
+        ps = np.bincount(inverse.reshape(-1), self_ps, minlength=len(pair))
+        for p, v in zip(pair.tolist(), ps.tolist()):
+            if v > 0:
+                types.setdefault(p // len(owner), Counter())[trace.ops[p % len(owner)].type] += int(v)
     return op_ps, runs, disp, types
+
+
+def _relabelled(own, lab, names, labels, atts, program: Program, unscoped: Unscoped, key, trace) -> np.ndarray:
+    """Owners of labelled events (eager ops by call order; PyTorch's by range and autograd's
+    links), judged once per (op, label) pair: the label's layer, or its owner (collectives stay
+    theirs, and copies under a function's); else the op's own owner, judged in the label's
+    phase (a backward op of the loss is the loss's, backward)."""
+    has = np.flatnonzero(lab >= 0)
+    if not len(has):
+        return own
+    own = own.copy()
+    pair = names[has].astype(np.int64) * len(labels) + lab[has]
+    uniq, inverse = np.unique(pair, return_inverse=True)
+    table = []
+    for p in uniq.tolist():
+        code, lb = p // len(labels), labels[p % len(labels)]
+        att = atts[code]
+        phase = lb.phase or att.phase  # a function's label says none: its op's own
+        phase = phase if phase in ("forward", "backward") else ""
+        if lb.layer and att.category != "collective":  # a gradient's all-reduce, launched in its backward: DDP's
+            owner = OwnerKey("layer", lb.layer, phase)
+        elif lb.kind and not (lb.kind == "code" and att.category in ("transfer", "collective")):
+            owner = OwnerKey(lb.kind, lb.name, phase if lb.kind in ("loss", "code") else "")
+        elif lb.phase == "optimizer":
+            owner = OwnerKey("optimizer", program.optimizer.lower() or "optimizer")
+        else:
+            att = att._replace(phase=lb.phase or att.phase, category=lb.category or att.category)
+            owner = op_owner(trace.ops[code], att, program, unscoped)
+        table.append(key(owner))
+    own[has] = np.asarray(table, np.int64)[inverse.reshape(-1)]
+    return own
 
 
 _NAME_CELLS = 1 << 22  # iterations x names up to which sums go per name first (few names, many events)

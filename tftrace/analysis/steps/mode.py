@@ -3,6 +3,7 @@ function names Keras 3 and tf.keras give their step functions, and the ops that 
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -59,12 +60,19 @@ def run_mode(trace: Trace, steps: Steps, table: list[OpEntry]) -> Mode:
 _JAX_STEPS = {"train_step": "train", "test_step": "evaluate", "eval_step": "evaluate", "predict_step": "predict"}
 
 
+# A compiled module's run on the device, named after its function (`jit_train_step(22)`; PyTorch/XLA's
+# `train_step.312(8846...)`).
+_MODULE = re.compile(r"(?:jit_)?(?P<fn>[A-Za-z_]\w*?)(?:\.\d+)?\(\d+\)\Z")
+
+
 def _jax_step_modes(trace: Trace) -> set[str]:
     out = set()
     for name in trace.names:
         fn = jit_function(name)
         if fn is None and name.startswith("$trainer.py:"):
             fn = name.rsplit(" ", 1)[-1]
+        if fn is None and name.endswith(")") and (m := _MODULE.match(name)) is not None:
+            fn = m["fn"]
         if fn in _JAX_STEPS:
             out.add(_JAX_STEPS[fn])
     return out
