@@ -8,6 +8,8 @@
 # validation pass, Keras 3's `learning_rate` for Adam's `lr`; the model and compile are the
 # example's.
 """Collaborative filtering for movie recommendations (keras-io): user and movie embeddings, a dot."""
+# The `changes` each function takes are the fixes tftrace's findings offer, applied as written
+# (sample_traces/time_real.py); without them the program is the example's.
 
 import os
 
@@ -27,7 +29,7 @@ EMBEDDING_SIZE = 50
 
 
 class RecommenderNet(keras.Model):
-    def __init__(self, num_users, num_movies, embedding_size, **kwargs):
+    def __init__(self, num_users, num_movies, embedding_size, regularizer=1e-6, **kwargs):
         super(RecommenderNet, self).__init__(**kwargs)
         self.num_users = num_users
         self.num_movies = num_movies
@@ -36,14 +38,14 @@ class RecommenderNet(keras.Model):
             num_users,
             embedding_size,
             embeddings_initializer="he_normal",
-            embeddings_regularizer=keras.regularizers.l2(1e-6),
+            embeddings_regularizer=keras.regularizers.l2(regularizer) if regularizer else None,
         )
         self.user_bias = layers.Embedding(num_users, 1)
         self.movie_embedding = layers.Embedding(
             num_movies,
             embedding_size,
             embeddings_initializer="he_normal",
-            embeddings_regularizer=keras.regularizers.l2(1e-6),
+            embeddings_regularizer=keras.regularizers.l2(regularizer) if regularizer else None,
         )
         self.movie_bias = layers.Embedding(num_movies, 1)
 
@@ -66,15 +68,15 @@ def data(changes=None):
     x_train = np.stack([rng.integers(0, num_users, RATINGS), rng.integers(0, num_movies, RATINGS)], axis=1)
     ratings = rng.choice(np.arange(min_rating, max_rating + 0.5, 0.5), RATINGS).astype(np.float32)
     y_train = (ratings - min_rating) / (max_rating - min_rating)
-    return {"x": x_train, "y": y_train, "batch_size": 128}
+    return {"x": x_train, "y": y_train, "batch_size": (changes or {}).get("batch_size", 128)}
 
 
 def model(changes=None):
     changes = changes or {}
     inputs = layers.Input(shape=(2,))
-    m = RecommenderNet(num_users, num_movies, EMBEDDING_SIZE)
+    m = RecommenderNet(num_users, num_movies, EMBEDDING_SIZE, changes.get("regularizer", 1e-6))
     m(inputs)
-    opt = keras.optimizers.Adam(learning_rate=0.001)  # ADAPTED: Keras 3 has no `lr`
+    opt = keras.optimizers.Adam(learning_rate=0.001, **changes.get("optimizer", {}))  # ADAPTED: Keras 3 has no `lr`
     compile_args = dict(loss=tf.keras.losses.BinaryCrossentropy(), optimizer=opt)
     compile_args.update(changes.get("compile", {}))
     m.compile(**compile_args)

@@ -8,6 +8,8 @@
 # model, its text pipeline (standardization, TextVectorization, map, cache, prefetch) and its
 # compile arguments are the example's.
 """Text classification from scratch (keras-io): a 1D convnet over TextVectorization'd reviews."""
+# The `changes` each function takes are the fixes tftrace's findings offer, applied as written
+# (sample_traces/time_real.py); without them the program is the example's.
 
 import os
 import re
@@ -27,7 +29,7 @@ REVIEWS = 16 * batch_size
 EPOCHS = 2
 
 
-def _synthetic_reviews(seed=1337):
+def _synthetic_reviews(batch, seed=1337):
     rng = np.random.default_rng(seed)
     words = np.array([f"w{i}" for i in range(30000)])
     texts, labels = [], []
@@ -36,7 +38,7 @@ def _synthetic_reviews(seed=1337):
         tokens = words[np.minimum(rng.zipf(1.2, n), len(words)) - 1]
         texts.append(" ".join(tokens).replace("w7 ", "w7<br />").replace("w3 ", "w3, "))
         labels.append(int(rng.integers(0, 2)))
-    return tf.data.Dataset.from_tensor_slices((texts, labels)).batch(batch_size)
+    return tf.data.Dataset.from_tensor_slices((texts, labels)).batch(batch)
 
 
 def custom_standardization(input_data):
@@ -54,7 +56,7 @@ sequence_length = 200  # ADAPTED: the example's is 500
 def data(changes=None):
     """The example's train_ds: raw text -> vectorize_text map -> cache -> prefetch."""
     changes = changes or {}
-    raw_train_ds = _synthetic_reviews()
+    raw_train_ds = _synthetic_reviews(changes.get("batch_size", batch_size))
     vectorize_layer = keras.layers.TextVectorization(
         standardize=custom_standardization,
         max_tokens=max_features,
@@ -80,8 +82,9 @@ def model(changes=None):
     x = layers.Embedding(max_features, embedding_dim)(inputs)
     x = layers.Dropout(0.5)(x)
     # Conv1D + global max pooling
-    x = layers.Conv1D(128, 7, padding="valid", activation="relu", strides=3)(x)
-    x = layers.Conv1D(128, 7, padding="valid", activation="relu", strides=3)(x)
+    filters = changes.get("filters", (128, 128))
+    x = layers.Conv1D(filters[0], 7, padding="valid", activation="relu", strides=3)(x)
+    x = layers.Conv1D(filters[1], 7, padding="valid", activation="relu", strides=3)(x)
     x = layers.GlobalMaxPooling1D()(x)
     # We add a vanilla hidden layer:
     x = layers.Dense(128, activation="relu")(x)
