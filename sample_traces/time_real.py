@@ -8,8 +8,10 @@ program with and without it: each variant is built, seeded alike and warmed up b
 fit (tracing, XLA compiles, the text pipeline's cache), then timed in turns with the others
 (ROUNDS rounds, the order rotated each round; a round is whole epochs lasting MIN_ROUND_S or
 more), and each side keeps its fastest round: on a shared machine other work only slows a round
-down. A few changes no finding offers (REFERENCES:
-XLA turned over, steps_per_execution, SGD) are timed alike, so the change that pays most is known.
+down. Beside that ratio, each fix's `paired_ratio` (the median over rounds of its time over the
+original's in the same round) and `median_ratio` cross-check it. A few changes no finding offers
+(REFERENCES: XLA turned over, steps_per_execution, SGD) are timed alike, so the change that pays
+most is known.
 
 A time is per step of the program as written (the epoch's wall time over its batch count), so a
 fix that changes the batch size is timed over the same samples.
@@ -31,8 +33,8 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import capture_real as cr  # noqa: E402
 
-ROUNDS = 9
-MIN_ROUND_S = 1.5  # a round runs whole epochs until it has lasted this long
+ROUNDS = 15
+MIN_ROUND_S = 0.8  # a round runs whole epochs until it has lasted this long
 SPE = 8  # steps_per_execution where a fix names no number: every program's epoch is a multiple of 8
 TRUTH = os.path.join(cr.REAL, "truth.json")
 
@@ -261,7 +263,8 @@ def time_program(name: str) -> dict:
     timed = {key: {**{k: v for k, v in variants[key].items() if k != "changes"},
                    "changes": variants[key]["changes"], "ms": min(rounds[key]), "rounds_ms": rounds[key],
                    "ratio": round(min(rounds[key]) / base, 3),
-                   "median_ratio": round(median[key] / median["original"], 3)} for key in built}
+                   "median_ratio": round(median[key] / median["original"], 3),
+                   "paired_ratio": _paired(rounds[key], rounds["original"])} for key in built}
     for key, hurts in HURTS.get(name, {}).items():
         if key in timed:
             timed[key]["hurts_when"] = hurts
@@ -270,14 +273,21 @@ def time_program(name: str) -> dict:
         if f["applicable"]:
             f["fixed_ms"], f["ratio"] = timed[f["key"]]["ms"], timed[f["key"]]["ratio"]
             f["median_ratio"] = timed[f["key"]]["median_ratio"]
+            f["paired_ratio"] = timed[f["key"]]["paired_ratio"]
             if "hurts_when" in timed[f["key"]]:
                 f["hurts_when"] = timed[f["key"]]["hurts_when"]
         else:  # nothing a user can change as written: the step stays as it is
-            f["fixed_ms"], f["ratio"], f["median_ratio"] = base, 1.0, 1.0
+            f["fixed_ms"], f["ratio"], f["median_ratio"], f["paired_ratio"] = base, 1.0, 1.0, 1.0
     return {"origin": program.__doc__, "steps_per_epoch": steps, "rounds": ROUNDS, "loadavg": loads,
             "epochs_per_round": {k: b.epochs for k, b in built.items()},
             "slow_ms": base, "variants": timed, "offered": sorted(offered - {"original"}),
             "findings": findings, "top": {c: [f["id"] for f in tops] for c, tops in captures.items()}}
+
+
+def _paired(fixed: list[float], original: list[float]) -> float:
+    """The median over rounds of the fix's time over the original's in the same round: a cross-check
+    of the fastest rounds' ratio that a slow drift of the machine's load cannot tilt."""
+    return round(statistics.median(f / o for f, o in zip(fixed, original)), 3)
 
 
 def main(argv=None) -> None:
