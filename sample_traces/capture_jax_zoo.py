@@ -547,9 +547,9 @@ PROGRAMS.update(jax_zoo_owners.PROGRAMS)
 
 # -- one program, in its own process --------------------------------------------------------------
 
-def _capture(name, program):
+def _capture(name, program, root=ZOO):
     import jax
-    logdir = os.path.join(ZOO, name)
+    logdir = os.path.join(root, name)
     shutil.rmtree(logdir, ignore_errors=True)
     if program.get("keras"):
         program["capture"](logdir)

@@ -513,14 +513,15 @@ def _timed(program: dict) -> dict:
     return {"slow_ms_per_step": round(s, 3), "fixed_ms_per_step": round(f, 3), "ratio": round(f / s, 4)}
 
 
-def _capture(name: str, program: dict) -> None:
+def _capture(name: str, program: dict, root: str = ZOO) -> None:
+    """Capture the slow program once into `root/<name>/plugins/profile/run/`."""
     scratch = tempfile.mkdtemp(prefix=f"tftrace_zoo_{name}_")
     program["capture"](scratch)
     runs = _runs(scratch)
     if len(runs) != 1:
         sys.exit(f"{name}: expected one captured run in {scratch}, got {runs}")
-    dst = os.path.join(ZOO, name, "plugins", "profile", "run")
-    shutil.rmtree(os.path.join(ZOO, name), ignore_errors=True)
+    dst = os.path.join(root, name, "plugins", "profile", "run")
+    shutil.rmtree(os.path.join(root, name), ignore_errors=True)
     os.makedirs(os.path.dirname(dst))
     shutil.move(runs[0], dst)
     for f in os.listdir(dst):  # a stable host name, so regenerated files diff cleanly

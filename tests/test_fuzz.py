@@ -172,8 +172,13 @@ def test_the_command_exits_2_with_one_line_on_corrupt_files(tmp_path):
     for name, data in files:
         path = tmp_path / name
         path.write_bytes(data)
-        proc = run_cli("analyze", str(path), "--format", "json", "--no-tensorboard")
+        proc = run_cli("analyze", str(path), "--no-tensorboard")
         if proc.returncode == 0 and name != files[0][0]:  # a cut at a message's end still parses
             continue
         assert proc.returncode == 2, (name, proc.returncode, proc.stderr[-2000:])
         assert proc.stderr.startswith("tftrace: error: ") and proc.stderr.count("\n") == 1, proc.stderr
+        # Where JSON was asked for, the error is one JSON line on stdout with the same exit code.
+        proc = run_cli("analyze", str(path), "--format", "json", "--no-tensorboard")
+        assert proc.returncode == 2 and proc.stderr == "", (name, proc.stderr[-2000:])
+        error = json.loads(proc.stdout)["error"]
+        assert proc.stdout.count("\n") == 1 and error["exit"] == 2 and error["message"], error

@@ -1,13 +1,14 @@
 """Measured what-ifs: with confirm=True, TraceCallback applies the fix of each top finding that can
 be applied to a copy of the model (here: compiling without a planted metric), times it, and the
 report shows the measured step beside the projection; a fix measured to gain nothing ranks below
-the fixes that pay; the user's model and training are untouched."""
+the fixes that pay; the user's model and training are untouched. How near a measured fix comes to
+its twin timed without tftrace is measured in benchmarks/bench_whatif.py (a timing, not a test),
+and checked on the zoo's committed captures (tests/test_zoo_projections.py)."""
 
 from __future__ import annotations
 
 import json
 import shutil
-import time
 
 import numpy as np
 import pytest
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.slow
 def auc_model(metric: bool = True):
     model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, activation="relu", name="h1"),
                               keras.layers.Dense(1, activation="sigmoid", name="out")])
-    metrics = [keras.metrics.AUC(num_thresholds=20000, name="auc")] if metric else []
+    metrics = [keras.metrics.AUC(num_thresholds=60000, name="auc")] if metric else []
     model.compile("adam", "binary_crossentropy", metrics=metrics)
     return model
 
@@ -37,7 +38,7 @@ def data(n=2048, seed=0):
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
-    """A fit whose AUC metric (20,000 thresholds) costs much of each step, captured with confirm."""
+    """A fit whose AUC metric (60,000 thresholds) costs most of each step, captured with confirm."""
     log_dir = tmp_path_factory.mktemp("whatif")
     keras.utils.set_random_seed(0)
     model = auc_model()
@@ -45,21 +46,6 @@ def planted(tmp_path_factory):
     cb = tftrace.TraceCallback(str(log_dir), fit_steps=(3, 10), evaluate_steps=None, predict_steps=None, confirm=True)
     model.fit(x, y, batch_size=64, epochs=1, verbose=0, callbacks=[cb])
     return log_dir, x[:64], y[:64]
-
-
-def fit_step_ms(models, x, y, steps=16, rounds=7) -> list[float]:
-    """ms per step of Keras' fit on one batch held in memory, for each model, timed in turns (after a
-    warm-up call each), the fastest round of each: a busy machine only ever slows a round down."""
-    xs, ys = np.concatenate([x] * steps), np.concatenate([y] * steps)
-    for m in models:
-        m.fit(xs, ys, batch_size=len(x), epochs=1, steps_per_epoch=2, verbose=0, shuffle=False)
-    times = [[] for _ in models]
-    for _ in range(rounds):
-        for m, out in zip(models, times):
-            start = time.perf_counter()
-            m.fit(xs, ys, batch_size=len(x), epochs=1, verbose=0, shuffle=False)
-            out.append((time.perf_counter() - start) * 1e3 / steps)
-    return [min(t) for t in times]
 
 
 def test_the_planted_metric_is_removed_from_a_copy_and_timed(planted):
@@ -75,17 +61,6 @@ def test_the_planted_metric_is_removed_from_a_copy_and_timed(planted):
     from tftrace.render import render
     text = " ".join(render(tftrace.analyze(str(log_dir)), "text").split())  # wrapped to the terminal's width
     assert "measured with the fix applied" in text
-
-
-def test_the_measured_saving_is_within_1_5x_of_the_twin_timed_without_tftrace(planted):
-    """The twin: the same model compiled without the metric, against it with the metric, each
-    fitted on one batch held in memory without any profiler or callback of tftrace's."""
-    log_dir, x, y = planted
-    exp = json.load(open(next(log_dir.rglob("tftrace_experiment.json"))))
-    w = next(w for w in exp["whatifs"] if w["id"] == "metric/auc")
-    slow_ms, fixed_ms = fit_step_ms([auc_model(True), auc_model(False)], x, y)
-    truth, measured = fixed_ms / slow_ms, w["fixed_ms"] / w["baseline_ms"]  # the step after the fix, as a ratio
-    assert truth < 0.9 and 1 / 1.5 <= measured / truth <= 1.5, (measured, truth)
 
 
 def test_a_fix_measured_to_gain_nothing_ranks_below_the_fixes_that_pay(tmp_path):

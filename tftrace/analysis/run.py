@@ -12,7 +12,7 @@ from tftrace.analysis.eager_layers import eager_layers
 from tftrace.analysis.confirmation import interpret, measured_verdict
 from tftrace.analysis.findings import Context, diagnose, memory_findings
 from tftrace.analysis.input import ranked_pipeline, stage_totals
-from tftrace.analysis.measured import savings
+from tftrace.analysis.measured import ratios
 from tftrace.analysis.memory.allocators import allocators
 from tftrace.analysis.ops import OpEntry, merge_tables, op_stats, op_table
 from tftrace.analysis.overhead import overhead
@@ -27,6 +27,8 @@ from tftrace.analysis.steps.found import STEP_FUNCTIONS, Steps, find_steps
 from tftrace.analysis.pipeline_load import PipelineLoad, pipeline_load
 from tftrace.analysis.steps.ran_ahead import ran_ahead_note
 from tftrace.analysis.capture_cost import capture_note
+from tftrace.analysis.cost.rows import with_costs, with_layer_flops, with_peaks
+from tftrace.analysis.cost.summary import host_costs, merge_costs, run_cost, top_rows
 from tftrace.analysis.steps.cpu_pace import paced_by_module_runs
 from tftrace.analysis.profiler_cost import SAMPLER, ProfilerCost, less_profiler, profiler_cost, profiler_notes
 from tftrace.analysis.untraced_pace import UntracedPace, untraced_note, untraced_pace
@@ -54,6 +56,7 @@ class HostPart:
     devices: tuple[str, ...]  # device planes
     device_rows: tuple[DeviceRow, ...]
     memory: tuple[AllocatorRow, ...]  # with this host's own steps
+    costs: dict = dataclasses.field(default_factory=dict)  # (op name, on a device) -> its cost (analysis/cost)
 
 
 def analyze_trace(trace: Trace, name: str, top: int | None = DEFAULT_TOP, ops: str = "all") -> RunReport:
@@ -101,7 +104,7 @@ def _host_part(trace: Trace) -> tuple[HostPart, tuple, Judged]:
     spans = (steps.starts, steps.ends, steps.numbers) if real else ((), (), ())
     memory = allocators(trace, *spans, {e.name: e.layer for e in table if e.layer})
     return HostPart(view.host, view, tuple(table), stage_totals(trace), trace.devices, device_rows(trace),
-                    memory), classes, judged
+                    memory, host_costs(trace)), classes, judged
 
 
 def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops: str,
@@ -125,13 +128,17 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
     python = python_profile(timed, tl.start, tl.start + tl.dur)  # all rows: the findings look through them
     judged = judged or _judge(timed, tl, own, classes[1], steps.numbers)
     memory_rows = _memory_rows(parts)
+    pace = untraced_pace(timed.sidecar, tl, own)
+    summary = _steps_summary(steps, tl, own, timed.hosts[0] if views else "", pace)
+    # Every row of the roofline for the findings, which price the model's arithmetic on it; the
+    # report lists the top ones.
+    cost = run_cost(timed, table, merge_costs(p.costs for p in parts), summary.count, summary.mean_ps, None, mode)
     ctx = Context(trace=timed, steps=steps, tl=tl, breakdown=_parts(tl), profiler=own, overhead=ov, ops=stats, table=table,
                   pipeline=pipeline, mode=mode, eager=eager, loop=_loop(timed, steps, mode), python=python,
                   hosts=tuple(views), load=judged.load, paced=judged.paced, bound=judged.verdict.bound,
-                  memory=memory_rows, measured=savings(timed.experiment))
+                  memory=memory_rows, measured=ratios(timed.experiment), roofline=cost.roofline)
     found = diagnose(ctx)
-    pace = untraced_pace(timed.sidecar, tl, own)
-    summary = _steps_summary(steps, tl, own, timed.hosts[0] if views else "", pace)
+    cost = dataclasses.replace(cost, roofline=top_rows(cost.roofline, top))
     experiment = interpret(timed.experiment, summary, judged.verdict.bound) if timed.experiment is not None else None
     hosts = tuple(p.host for p in parts) if views else timed.hosts
     return RunReport(
@@ -139,17 +146,20 @@ def _report(timed: Trace, parts: list[HostPart], name: str, top: int | None, ops
         mode=mode, mode_source=mode_source, framework="pytorch" if ctx.torch else "", eager=eager,
         steps=summary, breakdown=breakdown,
         verdict=measured_verdict(judged.verdict, experiment), bottlenecks=found,
-        ops=stats.ops, layers=stats.layers, categories=stats.categories, input_pipeline=pipeline,
+        ops=with_costs(stats.ops, cost), layers=with_layer_flops(stats.layers, cost), categories=stats.categories,
+        input_pipeline=pipeline,
         notes=_notes(len(hosts), timed.problems, steps, eager) + _profiler_notes(timed, tl, own, classes[1], steps.numbers, judged.verdict.bound)
         + untraced_note(pace) + capture_note(timed.sidecar, timed.python_samples, steps.count, _named(own, SAMPLER))
         + (ran_ahead_note(tl) if ctx.jax else ()),
         host_op_ps=stats.host_self_ps,
         device_op_ps=stats.device_self_ps, per_host=host_rows(views),
-        per_device=tuple(sorted((r for p in parts for r in p.device_rows), key=lambda r: (r.host, r.device))),
+        per_device=tuple(sorted((with_peaks(r, cost) for p in parts for r in p.device_rows),
+                                key=lambda r: (r.host, r.device))),
         python=dataclasses.replace(python, rows=python.rows[:top] if top else python.rows),
         step_view=step_view(timed, tl.start, tl.dur, tl.idle, steps.numbers, classes[0]),
         cut_short=window_note(timed.sidecar, steps.count if steps.kind != "window" else 0), experiment=experiment,
         memory=Memory(memory_rows, memory_findings(ctx)), owners=ctx.owners.rows[:top] if top else ctx.owners.rows,
+        flops_per_step=cost.flops_per_step, mfu=cost.mfu, roofline=cost.roofline,
     )
 
 

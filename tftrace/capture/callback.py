@@ -11,6 +11,7 @@ from tftrace.capture import backend as backends, guard, marks, session as sessio
 from tftrace.capture.call_experiment import CallExperiments
 from tftrace.capture.marks import own_ns  # the hooks' own time: this thread's CPU
 from tftrace.capture.callback_list import calling_list, loop_frame
+from tftrace.capture.step_cost import StepCosts
 from tftrace.capture.pacing import Pacer
 from tftrace.capture.server import serve
 from tftrace.capture.session import ProfilerSession
@@ -44,6 +45,9 @@ class TraceCallback(keras.callbacks.Callback):
     on uncaptured.
     A window cut short (Ctrl-C, or an exception anywhere in the call) is saved before the
     exception goes on, marked `cut_short` in its sidecar.
+    Once a call that captured a window is over, its step's FLOPs (by the backend's own counter),
+    the batch's shapes and the CPU's measured peaks go into the run's sidecar (`cost`,
+    `host_peaks`; docs/cost-capture.md).
 
     Args:
         log_dir: the TensorBoard log directory.
@@ -131,6 +135,7 @@ class TraceCallback(keras.callbacks.Callback):
         self._modes: list[str] = []  # running now: fit's validation pass runs evaluate inside fit
         self._experiments = CallExperiments(confirm, self._pacer)  # confirm=True's clocks and experiments
         self._after: AfterWindow | None = None  # the call's steps after its window, timed untraced
+        self._costs = StepCosts(self._backend)  # each captured step's FLOPs and the host's peaks, after the call
 
     # -- window bookkeeping -------------------------------------------------------------------
     def _begin_mode(self, mode: str) -> None:
@@ -231,6 +236,7 @@ class TraceCallback(keras.callbacks.Callback):
         self._modes.clear()
         self._windows.clear()
         self._experiments.clear()
+        self._costs.clear()  # a call an exception ended counts nothing
         self._after = None  # a stretch an exception cut short times nothing
         self._in_fit = False
 
@@ -366,6 +372,7 @@ class TraceCallback(keras.callbacks.Callback):
         run = session.stop(cut_short=cut_short)
         if run:
             self.runs.append(run)
+            self._costs.captured(run, mode)
             if cut_short is None:
                 self._experiments.captured(mode, run, len(session.steps), time.perf_counter() - self._opened_at)
                 if session.steps:
@@ -399,6 +406,7 @@ class TraceCallback(keras.callbacks.Callback):
             short = self._windows[mode].default and self._session.steps
             self._close(mode, *(() if short else ("the window reached past the last step", "end of data")))
         self._windows.pop(mode, None)
+        self._costs.mode_ended(self._keras_model, mode)  # the batch its step took, read from the call's data
         if mode in self._modes:
             self._modes.remove(mode)
         if not self._modes:
@@ -502,6 +510,7 @@ class TraceCallback(keras.callbacks.Callback):
         self._end_mode("train")
         self._in_fit = False
         self._experiments.after("train", _MODES["train"], self.model)
+        self._costs.call_ended(self._keras_model)  # last: nothing of the call is timed after this
 
     def on_test_begin(self, logs=None):
         self._begin_mode("test")
@@ -517,6 +526,7 @@ class TraceCallback(keras.callbacks.Callback):
         self._end_mode("test")
         if not self._in_fit:  # fit's validation pass: fit's own experiment covers the call
             self._experiments.after("test", _MODES["test"], self.model)
+            self._costs.call_ended(self._keras_model)
 
     def on_predict_begin(self, logs=None):
         self._begin_mode("predict")
@@ -531,6 +541,7 @@ class TraceCallback(keras.callbacks.Callback):
         self._experiments.end("predict")
         self._end_mode("predict")
         self._experiments.after("predict", _MODES["predict"], self.model)
+        self._costs.call_ended(self._keras_model)
 
     # -- confirm=True ------------------------------------------------------------------------------
     @property

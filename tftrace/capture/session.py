@@ -348,17 +348,25 @@ class trace(contextlib.ContextDecorator):
         self.session: ProfilerSession | None = None
         self.run_dir: str | None = None
         self._entered: list[ProfilerSession] = []  # a decorated function may call itself
+        self._calls: dict = {}  # id(session) -> the model's first call in its window (capture/trace_cost.py)
 
     def __enter__(self) -> "trace":
         session = self.session = ProfilerSession(*self._args)
         session.sidecar = {"mode": "trace"}
         session.start()  # never abandoned: __exit__ runs however the block ends
+        calls = None
+        if session.active and self.model is not None:  # the model's first call: its cost, counted after
+            from tftrace.capture.trace_cost import ModelCalls
+            calls = self._calls[id(session)] = ModelCalls()
+            calls.watch(self.model)  # before the layer ranges below wrap the model's call
         if session.active and self.model is not None and session.profiler.name == backends.TORCH:
             from tftrace.capture.marks import Patches
             from tftrace.capture.torch_profiler import mark_layers
             layers = Patches()  # each layer's call a named range: torch's trace names no Keras layer
             mark_layers(layers, self.model, session.sidecar, clock=session)
             session.on_stop.append(layers.restore)
+        if calls is not None:
+            session.on_stop.append(calls.restore)  # after the layer ranges are put back
         self._entered.append(session)
         return self
 
@@ -369,6 +377,11 @@ class trace(contextlib.ContextDecorator):
                 _warn(f"the traced block raised {exc_type.__name__}; the profile captured so far is kept")
             self.run_dir = session.stop(sidecar=self._describe(),
                                         cut_short=exc_type.__name__ if exc_type is not None else None)
+            if exc_type is None:  # after the window: the model's call counted, the host's peaks measured
+                from tftrace.capture.trace_cost import record
+                record(self.run_dir, session.profiler.name, self.model, self._calls.get(id(session)))
+        if session is not None:
+            self._calls.pop(id(session), None)
         return False
 
     def _describe(self) -> dict:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import re
+import statistics
 import time
 
 MAX_WHATIFS = 4  # fixes timed after one call: each copy compiles, so each costs a few seconds
@@ -60,15 +61,14 @@ def _change(kind: str, subject: str, recommendation: str, cfg: dict | None, mode
     return None
 
 
-# Each copy is timed this many times, in turns with the others, and its fastest round kept: on a
-# busy machine other work only ever slows a round down.
+# Each copy is timed this many times, in turns with the others, and its median round kept.
 ROUNDS = 5
 
 
 def run(model, batch, planned: list[dict], steps: int) -> list[dict]:
     """Each plan timed against the copy compiled as the user compiled it: {id, fix, baseline_ms,
     fixed_ms, steps, how} per plan, or {id, fix, error} where the copy could not be made or run.
-    The copies run in turns, ROUNDS times, and each figure is its fastest round."""
+    The copies run in turns, ROUNDS times, and each figure is its median round."""
     if not planned:
         return []
     rng = _RandomState()
@@ -86,11 +86,13 @@ def run(model, batch, planned: list[dict], steps: int) -> list[dict]:
         for _ in range(ROUNDS):
             for f in [base] + [f for _e, f in fitted]:
                 times[id(f)].append(f.ms())
-        base_ms = min(times[id(base)])
+        base_ms = statistics.median(times[id(base)])
         for entry, f in fitted:
-            entry.update(baseline_ms=round(base_ms, 4), fixed_ms=round(min(times[id(f)]), 4), steps=steps,
-                         how=f"Keras fit over one batch held in memory, a copy of the model against a copy compiled "
-                             f"as yours, in turns, the fastest of {ROUNDS} rounds")
+            entry.update(baseline_ms=round(base_ms, 4), fixed_ms=round(statistics.median(times[id(f)]), 4),
+                         steps=f.per_call,
+                         how=f"Keras fit over one batch held in memory, each step from one batch's begin to the next, a "
+                             f"copy of the model against a copy compiled as yours, in turns, the median of {ROUNDS} "
+                             "rounds' median steps")
         return out
     finally:
         rng.restore()
@@ -98,24 +100,52 @@ def run(model, batch, planned: list[dict], steps: int) -> list[dict]:
 
 class _Fitted:
     """A copy of `model` changed by `plan`, compiled and warmed up (its first fit traces and
-    compiles); `ms()` times Keras' fit over `batch` repeated, per step."""
+    compiles); `ms()` is the median step of a fit over `batch` repeated, each step timed from one
+    batch's begin hook to the next (the fit call's own start-up and end left out)."""
 
     def __init__(self, model, batch, plan: dict, steps: int):
         self.clone = _copy(model, plan.get("model", ""))
         self.clone.compile_from_config(_changed(_compile_config(model), plan.get("compile", {})))
-        self.per_call = steps * max(plan.get("spe", 1), 1)
-        self.x, self.y = _tiled(batch, self.per_call)
+        self.spe = max(plan.get("spe", 1), 1)
         self.size = _rows(batch)
-        self._fit(max(plan.get("spe", 1), 1) * 2)
+        self.per_call = self.spe * max(steps, MIN_STEPS)
+        self.x, self.y = _tiled(batch, self.per_call)
+        self.clock = _clock()
+        self._fit(self.spe * 2)  # traces and compiles
 
     def _fit(self, steps: int) -> None:
         self.clone.fit(self.x, self.y, batch_size=self.size, epochs=1, steps_per_epoch=steps, verbose=0,
-                       shuffle=False)
+                       shuffle=False, callbacks=[self.clock])
 
     def ms(self) -> float:
-        start = time.perf_counter()
+        self.clock.starts = []
         self._fit(self.per_call)
-        return (time.perf_counter() - start) * 1e3 / self.per_call
+        gaps = [b - a for a, b in zip(self.clock.starts[1:], self.clock.starts[2:])]  # the first two: warm-up
+        return statistics.median(gaps) * 1e3 / self.spe if gaps else float("nan")
+
+
+MIN_STEPS = 12  # steps a round at least: their median is the round's figure
+
+
+def _clock():
+    """A Keras callback noting when each batch (of steps_per_execution steps) begins; on JAX, each
+    batch's end waits for its work, or the host would run ahead of it."""
+    import keras
+
+    class Clock(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.starts: list[float] = []
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self.starts.append(time.perf_counter())
+
+        def on_train_batch_end(self, batch, logs=None):
+            if keras.backend.backend() == "jax":
+                import jax
+                jax.block_until_ready([v.value for v in self.model.trainable_variables[:1]])
+
+    return Clock()
 
 
 def _copy(model, change: str):

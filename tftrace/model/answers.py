@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tftrace.model.owners import OwnerRow
+from tftrace.model.roofline import Roofline as RunRooflineRows
 from tftrace.model.report import SCHEMA_VERSION, Bottleneck, OpRow, StepRow, _to_json
 from tftrace.model.step_view import StepView
 
@@ -174,10 +175,13 @@ class RunRoofline:
     ops: tuple[CostRow, ...] = ()  # the ops the report lists, most self time first
     known: bool = False  # some op, device or the run has a cost figure
     error: str = ""
+    # The run's roofline as the report has it: the roofs, the precision and its peak, the rule
+    # deciding each row's bound, and per op, owner and layer their work, rate and share of the roof.
+    roofline: RunRooflineRows = RunRooflineRows()
 
 
 @dataclass(frozen=True)
-class Roofline(_Json):
+class RooflineAnswer(_Json):
     """The cost figures each run's report holds (null where the trace cannot say)."""
 
     runs: tuple[RunRoofline, ...]

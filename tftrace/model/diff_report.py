@@ -87,6 +87,22 @@ class MemoryDelta:
 
 
 @dataclass(frozen=True)
+class RateDelta:
+    """Achieved FLOP/s before and after: the step's (with MFU as its shares) or one roofline
+    row's (an op, owner or layer, with its share of the roofline); None where a side has none."""
+
+    scope: str  # step | op | owner | layer
+    name: str
+    phase: str
+    baseline_flops_per_s: float | None
+    candidate_flops_per_s: float | None
+    ratio: float | None  # candidate over baseline
+    baseline_share: float | None  # step: MFU; others: share of the roofline
+    candidate_share: float | None
+    status: str = "changed"  # changed | added | removed
+
+
+@dataclass(frozen=True)
 class Gate:
     """The decision of `tftrace diff --fail-if-slower PCT`; `failed` means exit code 1."""
 
@@ -149,6 +165,7 @@ class DiffReport(HtmlDisplay):
     # Runs with a device: the device idle while the host waits for input data (a part of host
     # overhead), where either run has any; None otherwise.
     input_wait: PartDelta | None = None
+    rates: tuple[RateDelta, ...] = ()  # achieved FLOP/s: the step's, then ops', owners' and layers' (analysis/cost)
     schema_version: int = SCHEMA_VERSION
     # The findings of both runs matched by id (resolved, new, persisting), and the diff's verdict.
     findings: tuple[FindingDelta, ...] = ()

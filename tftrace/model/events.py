@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tftrace.model.cost import Costs
 from tftrace.model.names import Op
 
 # Integer stats kept as columns (-1 where an event lacks the stat): the ones step detection needs,
@@ -91,6 +92,7 @@ class Trace:
     python_samples: dict | None = None  # Python stack samples saved beside the run (capture/sampler.py)
     experiment: dict | None = None  # figures an experiment saved beside the run (capture/experiment.py)
     memory: Columns | None = None  # memory events and their allocator stats (read/memory_events.py), if any
+    costs: Costs = field(default_factory=Costs)  # what ops cost and devices can do, as read (model/cost.py)
 
     @property
     def devices(self) -> tuple[str, ...]:
@@ -149,7 +151,8 @@ class Trace:
         memory = self.memory
         if memory is not None:  # its `line` column indexes `lines`, which every host keeps
             memory = memory.take(self.on_lines_table(lambda ln: ln.host == host)[memory["line"]])
-        return dataclasses.replace(self, events=self.events.take(rows), stats=stats, hosts=(host,), memory=memory)
+        return dataclasses.replace(self, events=self.events.take(rows), stats=stats, hosts=(host,), memory=memory,
+                                   costs=self.costs.of_host(host))
 
     def named(self, codes) -> np.ndarray:
         """Per event: is its name one of `codes`? (a table lookup: fast on millions of events)"""

@@ -109,7 +109,7 @@ def field_notes(cls: type) -> dict[str, str]:
 
 def _documents() -> dict:
     """Each JSON document tftrace writes: (its class, what it is)."""
-    from tftrace.model.answers import (Captured, ErrorAnswer, Explanation, Findings, Owners, Roofline, Spilled,
+    from tftrace.model.answers import (Captured, ErrorAnswer, Explanation, Findings, Owners, RooflineAnswer, Spilled,
                                        WhatIf)
     from tftrace.model.diff_report import DiffReport
     from tftrace.model.report import Report
@@ -124,7 +124,7 @@ def _documents() -> dict:
         "whatif": (WhatIf, "`tftrace whatif --format json`: the step after several fixes together, and what "
                            "it rests on."),
         "owners": (Owners, "Each run's owners: who in the program holds each part of a step (the MCP owners tool)."),
-        "roofline": (Roofline, "The cost figures each run's report holds: ops' FLOPs and bytes, devices' peaks, "
+        "roofline": (RooflineAnswer, "The cost figures each run's report holds: ops' FLOPs and bytes, devices' peaks, "
                                "FLOPs per step and MFU; null where unknown (the MCP roofline tool)."),
         "captured": (Captured, "What a capture wrote (the MCP capture tool, served with --allow-capture)."),
         "spilled": (Spilled, "An answer larger than the limit: the file it was written to."),

@@ -12,6 +12,7 @@ from tftrace.model.errors import ReportError
 from tftrace.model.finding import Fact
 from tftrace.model.memory import Memory
 from tftrace.model.owners import OwnerRow
+from tftrace.model.roofline import Roofline
 from tftrace.model.step_view import StepView
 from tftrace.model.tables import TABLES
 
@@ -219,6 +220,9 @@ class DeviceRow:
     compute_ps: int = 0  # time at least one kernel computes (copies, memsets and collectives left out)
     peak_flops_per_s: float | None = None  # XProf's peak: the maximum over precisions; None where unknown
     peak_bytes_per_s: float | None = None  # memory bandwidth; None where unknown
+    precision: str = ""  # the arithmetic most of the run's matmul and convolution time on it uses (fp32, tf32, bf16...)
+    precision_peak_flops_per_s: float | None = None  # its peak at that precision; None where unknown
+    peak_source: str = ""  # where the peaks come from (the device plane's stats, a data sheet...)
 
 
 @dataclass(frozen=True)
@@ -295,6 +299,7 @@ class RunReport:
     owners: tuple[OwnerRow, ...] = ()  # who in the program owns each part of a step, largest first
     flops_per_step: float | None = None  # the model's FLOPs in one step; None where unknown
     mfu: float | None = None  # model FLOPs / step time / the devices' peak; None where unknown
+    roofline: Roofline = Roofline()  # per op, owner and layer: work, rates, share of the roofline, bound (analysis/cost)
 
 
 @dataclass(frozen=True)
@@ -363,6 +368,8 @@ def _table_items(run: RunReport, table: str) -> tuple:
         return getattr(run, f"per_{table[:-1]}")
     if table == "python":
         return run.python.rows
+    if table == "roofline":
+        return run.roofline.rows
     return getattr(run, table)
 
 

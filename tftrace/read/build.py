@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tftrace.model.cost import Costs
 from tftrace.model.names import Op, parse_host_event
 from tftrace.read import native
 from tftrace.model.events import COLUMNS, STAT_COLUMNS, Columns, LineInfo, Trace
@@ -42,6 +43,7 @@ class TraceBuilder:
         self._offset = 0
         self.hosts: list[str] = []
         self.profile_start_ns: dict[str, int] = {}  # host -> where its trace clock starts (Unix ns)
+        self.costs = Costs()  # what ops cost and what devices can do, as the files say (model/cost.py)
 
     def intern(self, name: str, op: Op | None = None, plain: bool = False) -> int:
         """The code of a name; on first sight, which op (if any) events of that name time.
@@ -90,6 +92,14 @@ class TraceBuilder:
         """Memory events of the line added last, as columns (read/memory_events.py)."""
         self._memory.append({**columns, "line": np.full(len(columns["time_ps"]), len(self._lines) - 1, np.int32)})
 
+    def count_kernels(self, host: str, counts: dict) -> None:
+        """Add (op name code, program id, instruction) -> device events of XLA ops (the
+        instruction "" where the events do not say which: inside a CUDA graph)."""
+        kernels = self.costs.kernels
+        for (code, program, instruction), n in counts.items():
+            entry = kernels.setdefault((host, code, program), [instruction, 0])
+            entry[1] += n
+
     def mark(self) -> tuple[int, int, int]:
         """A point to roll back to if the file being added turns out to be broken."""
         return len(self._lines), self._offset, len(self.hosts)
@@ -116,7 +126,7 @@ class TraceBuilder:
         stats = {c: _concat([st[c] for st in self._stats]) for c in STAT_COLUMNS}
         return Trace(self.path, Columns(data), Columns(stats), names,
                      dict(self._ops), tuple(self._lines), tuple(self.hosts), self.format,
-                     profile_start_ns=dict(self.profile_start_ns), memory=self._memory_table())
+                     profile_start_ns=dict(self.profile_start_ns), memory=self._memory_table(), costs=self.costs)
 
     def _memory_table(self) -> Columns | None:
         if not self._memory:

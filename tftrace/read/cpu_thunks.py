@@ -18,12 +18,13 @@ from tftrace.read.stats import parsed_stats, stat_int, stat_value
 
 
 def module_names(builder, line, name: np.ndarray, stat_names: dict, modules: dict,
-                 caller: bool = False) -> np.ndarray:
+                 caller: bool = False, host: str = "") -> np.ndarray:
     """`name` (the line's event codes) with each thunk event's code replaced by its module's op:
     `hlo:<module>/<instruction>`, an Op of kind "xla" whose `source` is the instruction's scope
     path ("" when the module's HLO is not in the trace). `caller`: a line that is not one of
     XLA's threads (the Python thread that called the module runs some of its thunks itself):
-    only events named like an instruction that carry their module's id are thunks there."""
+    only events named like an instruction that carry their module's id are thunks there. Each
+    op's events are counted per program and instruction (builder.count_kernels)."""
     is_thunk = np.zeros(int(name.max(initial=0)) + 1, bool)
     for code in np.unique(name, return_counts=True)[0].tolist():  # (np.unique's plain form imports numpy.ma)
         if caller:
@@ -49,14 +50,19 @@ def module_names(builder, line, name: np.ndarray, stat_names: dict, modules: dic
     names = [m.name for m in modules.values()]
     unique = {m.name: m for m in modules.values() if names.count(m.name) == 1}  # for events with no program id
     out = name.copy()
-    made: dict[tuple, int] = {}
+    made: dict[tuple, tuple] = {}
+    counts: dict[tuple, int] = {}
     for i, p, m in zip(rows.tolist(), program, module):
         key = (int(name[i]), p, m)
-        code = made.get(key)
-        if code is None:
+        found = made.get(key)
+        if found is None:
             instruction = builder.name_of(int(name[i])) if caller else builder.op_of(int(name[i])).name
-            code = made[key] = _intern(builder, instruction, modules.get(p, unique.get(m)), m)
-        out[i] = code
+            mod = modules.get(p, unique.get(m))
+            code = _intern(builder, instruction, mod, m)
+            found = made[key] = (code, (code, mod.program_id if mod is not None else p, instruction))
+        out[i] = found[0]
+        counts[found[1]] = counts.get(found[1], 0) + 1
+    builder.count_kernels(host, counts)
     return out
 
 

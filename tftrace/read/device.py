@@ -6,10 +6,12 @@ import re
 
 import numpy as np
 
+from tftrace.model.cost import OpCost, OpTotal
 from tftrace.model.names import Op, parse_tf_op, strip_annotation
 from tftrace.read.hlo import hlo_op, precision, short_kernel
 from tftrace.read.stat_table import int_values, last_of_each, stat_table, text_values
 from tftrace.read.stats import parsed_stats, stat_int, stat_value
+from tftrace.read.tf_shape_cost import matmul_cost, shapes
 
 _HLO_SUFFIX = re.compile(r"\.\d+\Z")
 _COPIES = ("kernel:Memcpy", "kernel:Memset")
@@ -25,6 +27,21 @@ def device_label(md, stat_names) -> tuple[str, Op | None]:
         hlo = md.display_name or md.name
         return f"hlo:{hlo}", Op(hlo, str(meta_stats["hlo_category"]), "device")
     return f"kernel:{md.name}", Op(md.name, _kernel_type(md.name), "device", "", precision(md.name))
+
+
+def stated_cost(md, stat_names) -> OpCost | None:
+    """What a device op's metadata says one run of it costs (TPU planes carry `flops` and
+    `bytes_accessed` per HLO op); None where it says nothing."""
+    found = {}
+    for s in md.stats:
+        key = stat_names.get(s.metadata_id)
+        if key in ("flops", "bytes_accessed"):
+            value = stat_value(s, stat_names)
+            if isinstance(value, (int, float)):
+                found[key] = float(value)
+    if not found:
+        return None
+    return OpCost(found.get("flops", 0.0), found.get("bytes_accessed", 0.0), 0.0)
 
 
 _UNDERSCORED = re.compile(r"_(\d+)\Z")
@@ -62,13 +79,16 @@ def _kernel_type(kernel: str) -> str:
 
 # Device event stats that link it to its launch and its step (stat name -> Trace stats column).
 _LINKS = {"correlation_id": "correlation", "group_id": "group_id"}
+_NUMBERS = (*_LINKS, "program_id")  # the int stats read: the links, and the program an XLA kernel runs
 _TEXTS = ("tf_op", "annotation", "hlo_op", "hlo_module", "name")  # the stats that name a kernel's op
 
 
-def device_names(builder, line, name, stat_names, modules: dict | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def device_names(builder, line, name, stat_names, modules: dict | None = None,
+                 host: str = "") -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """GPU kernels name the framework op that launched them in their own stats; they also carry
     the correlation id of their launch and, in older traces, the step's group id. `modules`
-    (program id -> read/hlo_metadata.Module) give an XLA kernel the Python that made its op."""
+    (program id -> read/hlo_metadata.Module) give an XLA kernel the Python that made its op;
+    each XLA op's kernels are counted per program and instruction (builder.count_kernels)."""
     names = [m.name for m in (modules or {}).values()]
     by_name = {m.name: m for m in (modules or {}).values() if names.count(m.name) == 1}
     out = name.copy()
@@ -76,6 +96,8 @@ def device_names(builder, line, name, stat_names, modules: dict | None = None) -
     copies = {c for c in np.flatnonzero(np.bincount(name)).tolist() if builder.name_of(c).startswith(_COPIES)}
     rows = np.flatnonzero(line.has_stats)
     labelled: dict[tuple, tuple[str, Op] | None] = {}  # kernels repeat: each distinct one is named once
+    counts: dict[tuple, int] = {}
+    priced: dict[tuple, tuple | None] = {}  # (code, annotation) -> a TF matmul's cost from its shapes
     for i, st in zip(rows.tolist(), _kernel_stats(line, rows, stat_names)):
         # A copy stays a copy (as XProf classifies it), whichever op's annotation it carries.
         if int(name[i]) not in copies:
@@ -85,11 +107,44 @@ def device_names(builder, line, name, stat_names, modules: dict | None = None) -
             if labelled[key] is not None:
                 out[i] = builder.intern(*labelled[key])
                 builder.refine(int(out[i]), labelled[key][1])
+                if "annotation" in st and "#shape=" in st["annotation"] and _is_work(builder.name_of(int(name[i]))):
+                    _price(builder, host, int(out[i]), labelled[key][1].type, st["annotation"], priced)
+                if "hlo_op" in st:
+                    hlo = "" if st["hlo_op"].startswith("command_buffer") else st["hlo_op"]
+                    program = stat_int(st.get("program_id"))
+                    ck = (int(out[i]), -1 if program is None else program, hlo)
+                    counts[ck] = counts.get(ck, 0) + 1
         for key, col in _LINKS.items():
             value = stat_int(st.get(key))
             if value is not None and value >= 0:
                 links[col][i] = value
+    if counts:
+        builder.count_kernels(host, counts)
     return out, links
+
+
+_HELPERS = ("splitkreduce", "memset", "memcpy", "redzone", "convert", "transpose")
+
+
+def _is_work(kernel: str) -> bool:
+    """A kernel that is the op's work, not a helper it also launches (split-K's reduction...): a
+    TF matmul is costed once per such kernel."""
+    return not any(h in kernel.lower() for h in _HELPERS)
+
+
+def _price(builder, host: str, code: int, op_type: str, annotation: str, priced: dict) -> None:
+    """Add one run of a TF matmul, costed from the shapes in its kernel's annotation."""
+    key = (code, annotation)
+    if key not in priced:
+        found = shapes(annotation)
+        priced[key] = matmul_cost(op_type, found) if found else None
+    cost = priced[key]
+    if cost is None:
+        return
+    totals = builder.costs.totals
+    before = totals.get((host, code))
+    flops, moved, runs = (before.flops, before.bytes, before.runs) if before else (0.0, 0.0, 0)
+    totals[(host, code)] = OpTotal(flops + cost[0], moved + cost[1], runs + 1, "shapes")
 
 
 def _kernel_stats(line, rows: np.ndarray, stat_names) -> list[dict]:
@@ -105,14 +160,14 @@ def _kernel_stats(line, rows: np.ndarray, stat_names) -> list[dict]:
     for i in rows.tolist():
         st = {stat_names.get(s.metadata_id): s for s in parsed_stats(line.event(i))}
         out.append({**{k: str(stat_value(st[k], stat_names)) for k in _TEXTS if k in st},
-                    **{k: stat_value(st[k], stat_names) for k in _LINKS if k in st}})
+                    **{k: stat_value(st[k], stat_names) for k in _NUMBERS if k in st}})
     return out
 
 
 def _decoded(table, data: bytes, n: int, stat_names) -> list[dict]:
     out: list[dict] = [{} for _ in range(n)]
     for mid, key in stat_names.items():
-        if key not in _TEXTS and key not in _LINKS:
+        if key not in _TEXTS and key not in _NUMBERS:
             continue
         mine = np.flatnonzero(table.key == mid)
         mine = mine[last_of_each(table.event[mine])]

@@ -17,9 +17,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from tftrace.model.cost import ModuleCost
 from tftrace.model.names import in_optimizer
 from tftrace.read import native
-from tftrace.read.wire import Field, WireFile, fields
+from tftrace.read.hlo_cost import module_cost
+from tftrace.read.wire import Field, WireError, WireFile, fields
 
 # Field numbers: xplane.proto (XPlane, XEventMetadata, XStat, XStatMetadata) and hlo.proto
 # (HloProto, HloModuleProto, HloComputationProto, HloInstructionProto, xla.OpMetadata).
@@ -61,6 +63,7 @@ class Module:
     program_id: int
     sources: dict = field(default_factory=dict)  # instruction name -> op_name
     code: dict = field(default_factory=dict)  # instruction name -> the Python stack that made it (Frames.text)
+    proto: Field | None = None  # where its HloModuleProto lies in the file: costed (module_cost_of) once seen to run
 
 
 def read_modules(wf: WireFile, plane: list[Field]) -> dict[int, Module]:
@@ -90,9 +93,23 @@ def read_modules(wf: WireFile, plane: list[Field]) -> dict[int, Module]:
         if program is None:
             m = _PROGRAM.search(name)
             program = int(m.group(1)) if m else -1 - len(out)
-        module_name, sources, code = _module(wf, proto)
-        out[program] = Module(module_name or _PROGRAM.sub("", name), program, sources, code)
+        module = next((f for f in fields(wf, proto.start, proto.end) if f.number == _HLO_MODULE), None)
+        module_name, sources, code = _module(wf, module) if module is not None else ("", {}, {})
+        out[program] = Module(module_name or _PROGRAM.sub("", name), program, sources, code, module)
     return out
+
+
+def module_cost_of(wf: WireFile, module: Module, gpu: bool) -> ModuleCost | None:
+    """What each instruction of a module costs, with XLA's GPU cost model (`gpu`) or its
+    target-free one (XLA:CPU); None where its HLO holds what the cost model cannot read (the
+    module's names and scopes stand without it)."""
+    if module.proto is None:
+        return None
+    try:
+        return module_cost(wf, module.proto, module.program_id, gpu)
+    except (WireError, IndexError, KeyError, ValueError, TypeError, AttributeError, ZeroDivisionError, OverflowError,
+            RecursionError):
+        return None
 
 
 def _stat_ids(wf: WireFile, plane: list[Field]) -> dict[str, int]:
@@ -126,11 +143,8 @@ def _stat(wf: WireFile, f: Field):
     return sid, payload
 
 
-def _module(wf: WireFile, proto: Field) -> tuple[str, dict[str, str], dict[str, str]]:
-    """(module name, {entry instruction: op_name}, {entry instruction: its Python}) of an HloProto."""
-    module = next((f for f in fields(wf, proto.start, proto.end) if f.number == _HLO_MODULE), None)
-    if module is None:
-        return "", {}, {}
+def _module(wf: WireFile, module: Field) -> tuple[str, dict[str, str], dict[str, str]]:
+    """(module name, {entry instruction: op_name}, {entry instruction: its Python}) of an HloModuleProto."""
     name, entry_id, computations, frames = "", None, [], None
     for f in fields(wf, module.start, module.end):
         if f.number == _MODULE_NAME:

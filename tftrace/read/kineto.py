@@ -10,6 +10,7 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
+from tftrace.model.cost import OpTotal
 from tftrace.model.errors import TraceReadError
 from tftrace.model.events import LineInfo
 from tftrace.model.names import DATALOADER, Op
@@ -17,6 +18,7 @@ from tftrace.read import storage
 from tftrace.read.build import TraceBuilder
 from tftrace.read.hlo import precision
 from tftrace.read.json_stream import event_batches
+from tftrace.read.kineto_cost import COUNTED, op_cost
 
 # Categories of both eras: 2021's (`Operator`, `Kernel`, ...) and today's (`cpu_op`, `kernel`, ...).
 _KERNEL = {"kernel", "Kernel"}
@@ -62,10 +64,27 @@ def read_kineto(path: str, builder: TraceBuilder, host: str) -> None:
         raise TraceReadError(f"{path}: a PyTorch trace with no timed events (an empty profiling cycle)")
     for key in sorted(events.lines, key=str):
         _add_line(builder, host, key, events)
+    _add_costs(builder, host, events, top)
     if events.base_ps is not None:  # where event times count from, in Unix ns
         base = top.get("baseTimeNanoseconds")  # newer files count from it; older ones from the epoch
         base = base if type(base) is int else 0
         builder.profile_start_ns[host] = base + events.base_ps // 1000
+
+
+def _add_costs(builder: TraceBuilder, host: str, events: "_Events", top: dict) -> None:
+    """The counted ops' FLOPs and bytes from their shapes (read/kineto_cost.py), and what the
+    trace says of its GPUs (`deviceProperties`: name, SMs, capability; no clock)."""
+    for label, (flops, moved, runs) in events.costs.items():
+        cat, name = events.labels[label]
+        code = _intern(builder, cat, name, "compute")
+        before = builder.costs.totals.get((host, code))
+        if before is not None:
+            flops, moved, runs = flops + before.flops, moved + before.bytes, runs + before.runs
+        builder.costs.totals[(host, code)] = OpTotal(flops, moved, runs, "shapes")
+    for device in top.get("deviceProperties") or ():
+        if isinstance(device, dict) and isinstance(device.get("id"), int):
+            builder.costs.devices[(host, f"/device:GPU:{device['id']}")] = {
+                "source": "kineto", **{k: v for k, v in device.items() if isinstance(v, (int, float, str))}}
 
 
 class _Line:
@@ -86,6 +105,7 @@ class _Events:
         self.labels: list[tuple[str, str]] = []
         self._codes: dict[tuple[str, str], int] = {}
         self._flows: dict[tuple[str, str, int], int] = {}  # (pid, tid, ts) of a flow's end -> its id
+        self.costs: dict[int, list] = {}  # label -> [FLOPs, bytes, runs] of ops counted from their shapes
         # Times count from the first event's: Unix microseconds in picoseconds overflow int64.
         self.base_ps: int | None = None
 
@@ -140,6 +160,11 @@ class _Events:
         if code is None:
             code = self._codes[label] = len(self.labels)
             self.labels.append(label)
+        if label[1] in COUNTED and cat in _OPS:
+            cost = op_cost(label[1], args)
+            if cost is not None:
+                acc = self.costs.setdefault(code, [0.0, 0.0, 0])
+                acc[0], acc[1], acc[2] = acc[0] + cost[0], acc[1] + cost[1], acc[2] + 1
         line = self.lines.get(key)
         if line is None:
             line = self.lines[key] = _Line()

@@ -15,10 +15,10 @@ from tftrace.read.lines import check_times
 from tftrace.read.line_threads import decoded_lines
 from tftrace.read.schema import XPlaneLazy, XSpaceLazy
 from tftrace.read import storage, wire
-from tftrace.read.device import device_label, device_names
+from tftrace.read.device import device_label, device_names, stated_cost
 from tftrace.read.cpu_thunks import module_names
 from tftrace.read.hlo import XLA_CPU_THREADS, cpu_thunk, is_hlo_name
-from tftrace.read.hlo_metadata import read_modules
+from tftrace.read.hlo_metadata import module_cost_of, read_modules
 from tftrace.read.memory_events import ALLOCATION, DEALLOCATION, memory_rows
 from tftrace.read.stats import stat_int, stat_value
 from tftrace.read.step_stats import PROBE, step_stats
@@ -90,9 +90,21 @@ def _read_space(wf: WireFile, path: str, builder: TraceBuilder, progress, host: 
     modules = {k: m for parts, name in planes if name == _METADATA for k, m in _modules(wf, parts).items()}
     for parts, name in planes:
         _read_plane(wf, parts, name, host, builder, lambda done: progress(path, done, wf.size), clock, modules)
+    gpu = any(name.startswith("/device:GPU") for _parts, name in planes)
+    _cost_modules(wf, builder, host, modules, gpu)
     if clock.get("base_ns"):  # absolute times, counted from the first line's: that is where the clock starts
         builder.profile_start_ns[host] = clock["base_ns"]
     progress(path, wf.size, wf.size)
+
+
+def _cost_modules(wf: WireFile, builder: TraceBuilder, host: str, modules: dict, gpu: bool) -> None:
+    """What the instructions of each module the trace shows running cost (read/hlo_cost.py): the
+    others are never read past their names."""
+    for program in sorted({p for (h, _code, p) in builder.costs.kernels if h == host}):
+        module = modules.get(program)
+        cost = module_cost_of(wf, module, gpu) if module is not None else None
+        if cost is not None:
+            builder.costs.modules[(host, program)] = cost
 
 
 def _modules(wf: WireFile, parts: list[Field]) -> dict:
@@ -121,9 +133,11 @@ def _read_plane(wf: WireFile, parts: list[Field], name: str, host: str, builder:
     head = XPlaneLazy.FromString(b"".join(wire.raw(wf, p) for p in parts if p.number != _PLANE_LINES))
     if name == _TASK_ENVIRONMENT:
         _read_clock(head, host, builder)
+    if name.startswith("/device:"):
+        _read_device(head, host, builder)
     if not lines:
         return
-    names = _PlaneNames(builder, head)
+    names = _PlaneNames(builder, head, host)
     stream = decoded_lines(wf, lines, clock, names.slot_table(), names.bookkeeping)
     first = next(stream, None)  # the next lines decode meanwhile
     names.fill()
@@ -157,11 +171,27 @@ def _read_clock(plane, host: str, builder: TraceBuilder) -> None:
                 builder.profile_start_ns[host] = value
 
 
+def _read_device(plane, host: str, builder: TraceBuilder) -> None:
+    """What a device plane's own stats say it can do (clock, cores, memory bandwidth, compute
+    capability; a TPU's peaks), for analysis/cost/device_peaks.py."""
+    names = {k: v.name for k, v in plane.stat_metadata.items()}
+    stats = {}
+    for st in plane.stats:
+        key = names.get(st.metadata_id)
+        if key:
+            value = stat_value(st, names)
+            if isinstance(value, (int, float, str)):
+                stats[key] = value
+    if stats:
+        builder.costs.devices[(host, plane.name)] = stats
+
+
 class _PlaneNames:
     """A plane's event metadata as name codes: per metadata id, the code of its name, the code
     of the op it times on a device's op lines, and whether its events' stats may matter."""
 
-    def __init__(self, builder: TraceBuilder, plane):
+    def __init__(self, builder: TraceBuilder, plane, host: str = ""):
+        self.host = host
         self.stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
         self.on_device = plane.name.startswith("/device:")
         meta = plane.event_metadata
@@ -192,6 +222,9 @@ class _PlaneNames:
             for k, name in zip(self.keys.tolist(), names):
                 codes.append(builder.intern(name, plain=True))
                 op_codes.append(builder.intern(*device_label(self._meta[k], self.stat_names)))
+                cost = stated_cost(self._meta[k], self.stat_names)
+                if cost is not None:
+                    builder.costs.per_run[(self.host, op_codes[-1])] = (cost, "tpu")
             unknown = builder.intern("(unknown event)")
             self.codes, self.op_codes = np.array(codes + [unknown], np.int32), np.array(op_codes + [unknown], np.int32)
             return
@@ -238,10 +271,10 @@ def _add_line(builder, info, line, names: "_PlaneNames", codes, modules: dict | 
     slot = line.metadata_id if line.slotted else names.slots(line.metadata_id)
     name = codes[slot]
     if thunks or caller:  # XLA:CPU's thunks: each named by the module that ran it
-        name = module_names(builder, line, name, names.stat_names, modules or {}, caller=caller)
+        name = module_names(builder, line, name, names.stat_names, modules or {}, caller=caller, host=info.host)
     stats = None
     if info.role == "device_ops":
-        name, stats = device_names(builder, line, name, names.stat_names, modules)
+        name, stats = device_names(builder, line, name, names.stat_names, modules, info.host)
     elif not info.on_device:
         wanted = names.launch[slot] | (names.want[slot] if info.role in _MARKER_ROLES else False)
         rows = np.flatnonzero(wanted & line.has_stats & (names.misses[slot] < PROBE))

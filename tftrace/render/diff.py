@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from tftrace.render.diff_rates import RATE_COLUMNS, rate_cells
 from tftrace.render.fmt import PART_LABELS, ms, pct
 from tftrace.render.diff_memory import memory_cells, memory_table
 from tftrace.render.wrap import labelled, say
@@ -84,6 +85,15 @@ def _text(diff, color: bool, width: int) -> str:
             exp.add_row(*_experiment_cells(e))
         con.print()
         con.print(exp)
+    if diff.rates:
+        rates = Table(title="FLOP rates (achieved; shares: MFU for the step, of the roofline for the rest)",
+                      title_justify="left", show_edge=False)
+        for col in RATE_COLUMNS:
+            rates.add_column(col, justify="left" if col in ("what", "phase") else "right")
+        for r in diff.rates:
+            rates.add_row(*(escape(c) for c in rate_cells(r)))
+        con.print()
+        con.print(rates)
     if diff.memory:
         con.print()
         con.print(memory_table(diff.memory))
@@ -153,6 +163,9 @@ def _markdown(diff) -> str:
     if diff.experiment:
         out += ["## Experiment (timed apart, ms)", ""]
         out += _table(["figure", "baseline", "candidate"], [_experiment_cells(e) for e in diff.experiment])
+    if diff.rates:
+        out += ["## FLOP rates (achieved; shares: MFU for the step, of the roofline for the rest)", ""]
+        out += _table(list(RATE_COLUMNS), [rate_cells(r) for r in diff.rates])
     if diff.memory:
         out += ["## Memory (peak bytes in use per allocator)", ""]
         out += _table(*memory_cells(diff.memory))

@@ -30,6 +30,36 @@ def less_profiler(steps) -> str:
     return less + untraced
 
 
+_SI = (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+
+
+def si(value: float, unit: str) -> str:
+    """`3.55e11, "FLOP"` -> `355.5 GFLOP`."""
+    for prefix, size in _SI:
+        if abs(value) >= size:
+            return f"{value / size:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def work_line(run) -> str:
+    """The headline's work: FLOPs per step and what counted them, the achieved rate, and MFU
+    where a peak is known ("" where no work was counted)."""
+    roof = run.roofline
+    if run.flops_per_step is None:
+        return ""
+    out = f"{si(run.flops_per_step, 'FLOP')} a step (from {roof.counted_by})"
+    if roof.flops_per_s is not None:
+        out += f"; {si(roof.flops_per_s, 'FLOP/s')} achieved"
+    if run.mfu is not None and roof.peak_flops_per_s:
+        devices = f"{roof.devices} x " if roof.devices > 1 else ""
+        out += f"; MFU {pct(run.mfu)} of the {roof.device} peak, {devices}{si(roof.peak_flops_per_s, 'FLOP/s')}"
+        if roof.precision_mfu is not None and roof.precision_peak_flops_per_s != roof.peak_flops_per_s:
+            out += f" ({pct(roof.precision_mfu)} at {roof.precision})"
+    elif roof.source:
+        out += f"; {roof.source}"
+    return out
+
+
 OWNERS_TITLE = "Owners (who holds each step: share of the mean step with the gap after it)"
 
 

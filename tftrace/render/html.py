@@ -9,6 +9,7 @@ from tftrace.render.html_memory import memory_html
 from tftrace.render.html_charts import (LAYER_COLOR, PART_COLORS, category_color, esc,
                                         hbar_chart, step_chart)
 from tftrace.render.html_page import fragment, page
+from tftrace.render.html_roofline import roofline_card, work_facts
 from tftrace.render.html_timeline import IDLE_COLOR, WAIT_COLOR, event_color, timeline_chart
 from tftrace.render.html_style import CSS
 
@@ -44,7 +45,8 @@ def _run(run, index: int) -> str:
     if run.error:
         parts.append(f'<div class="error"><strong>This run could not be read.</strong> {esc(run.error)}</div>')
     else:
-        parts += [_verdict(run), _bottlenecks(run.bottlenecks), _charts(run), _python(run), _tables(run),
+        parts += [_verdict(run), _bottlenecks(run.bottlenecks), _charts(run), roofline_card(run, _table), _python(run),
+                  _tables(run),
                   memory_html(run.memory, run.steps.steps, _table, _rich), _notes(run)]
     return "\n".join(p for p in parts if p) + "\n</section>"
 
@@ -67,6 +69,7 @@ def _header(run) -> str:
             facts += [("untraced", f"{ms(st.untraced_ps)} ms", f"a step, gap included: the {st.untraced_steps} after the window")]
     else:
         facts.append(("steps", f"none found ({st.source})"))
+    facts += work_facts(run)
     cells = "".join(f'<div class="fact"><dt>{esc(k)}</dt><dd>{esc(v)}'
                     + (f' <small>{esc(sub[0])}</small>' if sub else "") + "</dd></div>" for k, v, *sub in facts)
     note = f'<p class="muted">{esc(st.note)}</p>' if st.note else ""

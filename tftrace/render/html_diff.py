@@ -10,6 +10,7 @@ from tftrace.render.html_diff_charts import (FASTER, SIDE_COLORS, SLOWER, breakd
 from tftrace.render.html_page import fragment, page
 from tftrace.render.html_style import CSS
 from tftrace.render.diff_memory import memory_delta_html
+from tftrace.render.diff_rates import RATE_COLUMNS, rate_cells
 
 DIFF_CSS = CSS + """
 .sides { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 0 14px; }
@@ -37,7 +38,7 @@ def render_diff_fragment(diff) -> str:
 def _body(diff) -> str:
     sections = [_headline(diff), _gate(diff), _sides(diff), _findings(diff), _distribution(diff), _breakdown(diff),
                 _experiment(diff),
-                _hosts(diff),
+                _hosts(diff), _rates(diff),
                 memory_delta_html(diff.memory),
                 _deltas("Owners", "owners-delta", diff.owners), _deltas("Categories", "categories-delta", diff.categories),
                 _deltas("Layers", "layers-delta", diff.layers), _ops(diff), _notes(diff)]
@@ -74,6 +75,17 @@ def _experiment(diff) -> str:
     return ('<div class="card"><h3>Experiment (timed apart, ms)</h3><div class="table-box"><table data-table="experiment">'
             f"<thead><tr><th>figure</th><th>baseline</th><th>candidate</th></tr></thead><tbody>{rows}</tbody></table>"
             "</div></div>")
+
+
+def _rates(diff) -> str:
+    """Achieved FLOP/s on each side: the step's (with MFU), then ops', owners' and layers'."""
+    if not diff.rates:
+        return ""
+    head = "".join(f"<th>{esc(c)}</th>" for c in RATE_COLUMNS)
+    rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in rate_cells(r)) + "</tr>" for r in diff.rates)
+    return ('<div class="card"><h3>FLOP rates (achieved; shares: MFU for the step, of the roofline for the rest)</h3>'
+            f'<div class="table-box"><table data-table="rates"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody>'
+            "</table></div></div>")
 
 
 def _gate(diff) -> str:

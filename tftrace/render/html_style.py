@@ -79,6 +79,9 @@ svg.chart .axis-label { fill: var(--muted); font-size: 12px; }
 svg.chart .grid { stroke: #eceef1; }
 svg.chart .axis { stroke: #9aa0a6; }
 svg.chart .step:hover rect { opacity: .85; }
+svg.chart .roof { stroke: #3c4043; stroke-width: 2; }
+svg.chart .roof.precision { stroke: #9aa0a6; stroke-dasharray: 6 4; }
+svg.chart .roof-label { fill: var(--muted); font-size: 11.5px; }
 svg.chart .total { fill: var(--muted); font-size: 11px; }
 svg.hbar .label { font-family: var(--mono); font-size: 11.5px; }
 svg.hbar .value { fill: var(--muted); font-size: 11.5px; }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, projection_how, less_profiler, experiment_head, experiment_skipped,
+from tftrace.render.fmt import (work_line, OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, projection_how, less_profiler, experiment_head, experiment_skipped,
                                 main_share_basis, ms, op_share_basis, owner_cells,
                                 params, pct, projection, where)
 from tftrace.render.markdown_memory import memory_lines
@@ -48,6 +48,8 @@ def _run(run) -> list[str]:
         out.append(f"- {_cell(st.note)}")
     if run.cut_short:
         out.append(f"- **cut short:** {_cell(run.cut_short)}")
+    if work_line(run):
+        out.append(f"- work: {_cell(work_line(run))}")
     out.append("")
     if run.verdict.text:
         out += [f"**Verdict ({run.verdict.bound}-bound):** {_cell(run.verdict.text)}", ""]

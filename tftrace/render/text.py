@@ -11,7 +11,7 @@ from rich.padding import Padding
 from rich.table import Table
 
 from tftrace.render.fmt import (OWNER_COLUMNS, OWNERS_TITLE, PART_LABELS, projection_how, less_profiler, owner_cells, experiment_head, experiment_skipped, main_share_basis, ms, op_share_basis,
-                                params, pct, projection, tail, where)
+                                params, pct, projection, tail, where, work_line)
 from tftrace.render.text_memory import memory_section
 from tftrace.render.wrap import breaks, labelled, say
 
@@ -68,6 +68,9 @@ def _run(console: Console, run) -> None:
     if any((b.input, b.compute, b.host_overhead, b.idle)):
         parts = "   ".join(f"{PART_LABELS[k]} {pct(getattr(b, k))}" for k in PART_LABELS)
         labelled(console, "step time: ", parts, _INDENT)
+    work = work_line(run)
+    if work:
+        labelled(console, "work: ", escape(work), _INDENT)
     if run.verdict.text:
         console.print()
         labelled(console, f"[bold]Verdict ({run.verdict.bound}):[/bold] ", escape(run.verdict.text), _INDENT)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tftrace.model.answers import CostRow, DevicePeak, Owners, Roofline, RunOwners, RunRoofline
+import dataclasses
+
+from tftrace.model.answers import CostRow, DevicePeak, Owners, RooflineAnswer, RunOwners, RunRoofline
 from tftrace.model.report import Report, RunReport
 
 
@@ -11,9 +13,9 @@ def owners_of(report: Report) -> Owners:
                   report.tftrace_version)
 
 
-def roofline_of(report: Report, top: int | None = None) -> Roofline:
+def roofline_of(report: Report, top: int | None = None) -> RooflineAnswer:
     """`top`: the ops with the most self time kept, per run (None: all the report lists)."""
-    return Roofline(tuple(_roofline(r, top) for r in report.runs), report.tftrace_version)
+    return RooflineAnswer(tuple(_roofline(r, top) for r in report.runs), report.tftrace_version)
 
 
 def _step(run: RunReport) -> int:
@@ -27,4 +29,6 @@ def _roofline(run: RunReport, top: int | None) -> RunRoofline:
     known = (run.flops_per_step is not None or run.mfu is not None
              or any(o.flops is not None or o.bytes_accessed is not None for o in ops)
              or any(d.peak_flops_per_s is not None or d.peak_bytes_per_s is not None for d in devices))
-    return RunRoofline(run.path, run.name, run.flops_per_step, run.mfu, devices, ops, known, run.error)
+    rows = tuple(r for r in run.roofline.rows if r.scope != "op" or not top or r.name in {o.name for o in ops})
+    return RunRoofline(run.path, run.name, run.flops_per_step, run.mfu, devices, ops, known or bool(rows), run.error,
+                       dataclasses.replace(run.roofline, rows=rows))

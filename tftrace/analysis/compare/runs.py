@@ -10,6 +10,7 @@ from tftrace.analysis.compare.finding_status import finding_deltas, verdict
 from tftrace.analysis.compare.gate import speed_gate
 from tftrace.analysis.compare.significance import compare_steps
 from tftrace.analysis.compare.peaks import memory_deltas
+from tftrace.analysis.compare.rates import rate_deltas
 from tftrace.model.diff_report import DiffReport, ExperimentDelta, HostDelta, PartDelta, RowDelta, StepTime, StepTimeDelta
 from tftrace.model.report import PARTS, RunReport
 
@@ -109,7 +110,7 @@ def diff_runs(base: RunReport, cand: RunReport, base_label: str, cand_label: str
     return DiffReport(base_label, cand_label, step, parts, ops, layers, cats, summary,
                       base.verdict.text, cand.verdict.text, notes, b_times, c_times, gate, _hosts(base, cand),
                       _experiment(base, cand), memory_deltas(base.memory, cand.memory), owners, _input_wait(base, cand),
-                      findings=findings, verdict=verdict(step, findings, base, cand))
+                      rates=rate_deltas(base, cand, top), findings=findings, verdict=verdict(step, findings, base, cand))
 
 
 def _input_wait(base: RunReport, cand: RunReport) -> PartDelta | None:

@@ -39,3 +39,18 @@ def render_fact(f: Fact) -> str:
         (f"{f.value:g}" if isinstance(f.value, float) else str(f.value))
     unit = "%" if f.unit == "%" else (f" {f.unit}" if f.unit else "")
     return f"{f.label}: {value}{unit}"
+
+
+FLOOR_QUANTILE = 0.25  # of op runs, by time: what the cheapest of them cost is what any run costs
+
+
+def run_floor(entries) -> float:
+    """What an op run costs whatever it computes: the time below which the cheapest quarter of
+    `entries`' runs (op table entries: self_ps over count runs) fall; 0 with no runs."""
+    runs = sorted((e.self_ps / e.count, e.count) for e in entries if e.count)
+    total, seen = sum(c for _t, c in runs), 0
+    for each, count in runs:
+        seen += count
+        if seen >= FLOOR_QUANTILE * total:
+            return float(each)
+    return 0.0

@@ -9,13 +9,12 @@ from collections import defaultdict
 
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
-from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for, layer_fix
+from tftrace.analysis.findings.owner_projection import OP_OWNERS, projected
 from tftrace.analysis.owners.how_run import how_run
 from tftrace.analysis.owners.knowledge import known
 from tftrace.model.owners import OwnerRow
 
-OP_OWNERS = ("layer", "optimizer", "metric", "regularizer", "loss", "code", "step", "copy", "collective", "debug")
 _CONFIGURED = ("metric", "regularizer", "debug")  # owners the user configured: named whenever they hold a real share
 TOP = 2  # the heaviest op owners named (configured ones come on top of these)
 SPREAD = 0.6  # unused by the owners' findings; kept for callers that read it
@@ -106,83 +105,9 @@ def _finding(ctx: Context, o: _Owner, share: float, of_model: float) -> Finding:
     facts += more
     if not ctx.owners.program.known and o.kind in ("step", "metric", "regularizer"):
         facts += [fact("unknown", u) for u in ctx.owners.program.unknown]
-    p = _projection(ctx, o, kind, facts)
-    return Finding(kind, title, share, _paced(ctx, facts), fix, p.step_ps, "compute", subject=o.name, **p.fields())
-
-
-def _projection(ctx: Context, o: _Owner, kind: str, facts: list) -> projection.Projection:
-    """What the owner's fix saves, by what it changes: work removed outright (a metric, a penalty,
-    debugging ops, a layout's transposes), a loop run op by op made one op, the arithmetic at a
-    cheaper precision's rate, a plain optimizer's update; the model's own arithmetic is never
-    projected away: without a cost model of it the trace cannot say what it should cost."""
-    run = how_run(ctx, o.name) if o.kind == "layer" else None
-    if run is not None and kind in _REMOVED:  # the pattern's ops go; the rest of the layer stays
-        return _paced_projection(ctx, projection.removed(ctx, run.share * o.wall_ps * ctx.n,
-                                                         f"layer {o.name}'s {run.title.split(' of it ', 1)[-1]} "
-                                                         f"({run.share:.0%} of its op time) and their dispatch"))
-    if kind in _REMOVED or (o.kind == "step" and any(e.layer for e in ctx.table) and not _model_like(ctx)):
-        return _paced_projection(ctx, projection.removed(ctx, o.wall_ps * ctx.n, f"{_words(o)}'s ops and their dispatch"))
-    if kind == "while_loop":  # vectorised, its arithmetic stays: what goes is running it op by op
-        return _paced_projection(ctx, projection.dispatch(ctx, (o.wall_ps - o.compute_ps) * ctx.n,
-                                                          "the host's time dispatching the loop's op runs one by one"))
-    if kind == "precision":
-        return _paced_projection(ctx, projection.scaled(
-            ctx, o.wall_ps * (1 - 1 / WIDER) * ctx.n,
-            f"{_words(o)}'s ops at float32's rate, which moves half the bytes of float64 and has fused kernels: "
-            f"about {WIDER:g}x faster"))
-    if kind == "optimizer" and o.name.lower() not in _PLAIN_OPTIMIZERS:
-        facts.append(fact("projected", f"with a plain update (SGD), about {1 - SIMPLER:.0%} of {o.name}'s work per "
-                                       "weight"))
-        return _paced_projection(ctx, projection.removed(ctx, SIMPLER * o.wall_ps * ctx.n,
-                                                         f"{SIMPLER:.0%} of {o.name}'s update: what a plain SGD update "
-                                                         "does not do"))
-    return projection.unknown(ctx, f"{_words(o)}'s ops are the model's own arithmetic: the trace cannot say what they "
-                                   "should cost without their FLOPs and the device's peak; the fix changes the model, "
-                                   "so time it (TraceCallback(confirm=True), or the changed model against this one)")
-
-
-def _model_like(ctx: Context) -> bool:
-    """Do the ops outside every scope (layer, loss, optimizer, metric) do much of the model's kind
-    of arithmetic (matmuls and convolutions: MODEL_LIKE of their time)? Then they are likely the
-    model itself, in scopes this trace does not name as layers (a TF1, Hub or vendor-fused model),
-    not a custom step's own work to take out (an SVD, a monitor's statistics)."""
-    outside = [e for e in ctx.table if not e.layer and e.category not in _SCOPED]
-    total = sum(e.self_ps for e in outside)
-    arithmetic = sum(e.self_ps for e in outside if e.category in ("matmul", "convolution"))
-    return total > 0 and arithmetic >= MODEL_LIKE * total
-
-
-MODEL_LIKE = 0.3
-_SCOPED = ("input", "transfer", "collective", "optimizer", "loss")
-
-
-WIDER = 2.0  # float64 against float32 arithmetic on the same device: at least twice the time
-# Owners whose fix deletes their work: the step keeps everything else.
-_REMOVED = ("metric", "regularizer", "debug", "debug_ops", "python_op", "layout", "casts", "dropout")
-
-
-def _words(o: _Owner) -> str:
-    return {"layer": f"layer {o.name}", "step": "the step function's own ops"}.get(o.kind, f"{o.kind} {o.name}")
-
-
-def _paced_projection(ctx: Context, p: projection.Projection) -> projection.Projection:
-    """Beside a pipeline that sets the pace, less compute saves nothing (or only the model's share
-    of the cores' work)."""
-    if not ctx.paced:
-        return p
-    if ctx.paced == "cores":
-        load = ctx.load
-        saved = (ctx.per_step_ps - p.step_ps) * load.model_ps / (load.cpu_ps + load.model_ps)
-        return projection.Projection(round(ctx.per_step_ps - saved), p.basis, p.how + "; the pipeline fills the cores "
-                                     "beside it, so only the model's share of their work goes")
-    return projection.Projection(round(ctx.per_step_ps), p.basis, p.how + "; but the input pipeline sets the step "
-                                 "time, so the step waits as long for input")
-
-
-# What a plain SGD update costs beside an adaptive optimizer's (Adam and the like read and write
-# two moment slots, with several ops each, per weight): about a fifth of the work.
-SIMPLER = 0.8
-_PLAIN_OPTIMIZERS = {"sgd", "sgd_optimizer", "optimizer"}
+    p = projected(ctx, o, kind, facts, of_model)
+    part = "host_overhead" if kind == "while_loop" else "compute"  # a loop's cost is its dispatch
+    return Finding(kind, title, share, _paced(ctx, facts), fix, p.step_ps, part, subject=o.name, **p.fields())
 
 
 def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, str]:
@@ -252,7 +177,7 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
         return (f"The model's ops, whose names carry no layer scope: {share:.0%} of each step",
                 fix_for("outside_layers"), [fact("owner", "no op of this trace names a layer scope")], "step")
     return (f"The step function's ops outside any layer: {share:.0%} of each step",
-            fix_for("outside_layers", "torch" if ctx.torch else "any"),
+            fix_for("outside_layers", "torch" if ctx.torch else "captured" if ctx.captured else "any"),
             [fact("owner", "the step function's own ops outside every layer, loss, metric and optimizer scope")],
             "step")
 

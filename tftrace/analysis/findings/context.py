@@ -19,6 +19,7 @@ from tftrace.model.events import Trace
 from tftrace.model.memory import AllocatorRow
 from tftrace.model.names import JIT_CALL
 from tftrace.model.report import Breakdown, InputPipeline, PythonProfile
+from tftrace.model.roofline import Roofline
 
 
 # What TensorFlow records where a tf.function runs (eagerly called, or Keras' step function).
@@ -49,7 +50,8 @@ class Context:
     bound: str = "unknown"  # the verdict's
     memory: tuple[AllocatorRow, ...] = ()  # every allocator of the run, largest peak first
     profiler: ProfilerCost | None = None  # the profiler's own time in each step, by source; None if small
-    measured: dict = field(default_factory=dict)  # finding id -> ps per step its fix saved, as confirm timed it
+    measured: dict = field(default_factory=dict)  # finding id -> the step with its fix over without, as confirm timed it
+    roofline: Roofline | None = None  # every op's, owner's and layer's work against the device's roofs (analysis/cost)
 
     @property
     def n(self) -> int:

@@ -3,7 +3,7 @@ an undecorated training step, or Keras 3's `model(x)`)."""
 
 from __future__ import annotations
 
-from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
+from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact, run_floor
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
@@ -20,17 +20,27 @@ def detect(ctx: Context) -> list[Finding]:
         return []
     b = ctx.breakdown
     # Everything in the step but the ops and the input wait is the price of dispatching op by op;
-    # run as a graph, the step keeps (about) its ops' time.
+    # run as a graph, the step keeps its ops' own work and its input wait.
     share = b.host_overhead
-    ops_ps = ctx.tl.compute.sum() + ctx.tl.input.sum()
     facts = (fact(_WHY[ctx.loop]), fact("eager ops per step", round(ov.eager_count / ctx.n)),
              ms_fact("op time per step", ctx.tl.compute.sum() / ctx.n),
              ms_fact("step time per step", ctx.tl.dur.sum() / ctx.n), pct_fact("share of step time in dispatch and Python", share))
     title = {"keras": "run_eagerly=True: the training step runs op by op",
              "custom": "Eager training step: ops dispatched one by one",
              "predict": "Eager execution: ops dispatched one by one"}[ctx.loop]
-    p = projection.kept(ctx, (ops_ps + ctx.tl.idle.sum()) / ctx.n, "dispatch",
-                        "its ops, its input wait and the gaps between steps: run as one graph, no op is dispatched "
-                        "from Python")
+    floor = eager_floor(ctx)
+    graph_ops = ctx.tl.compute.sum() - floor * ov.eager_count
+    kept = max(graph_ops, 0.0) + ctx.tl.input.sum() + ctx.tl.idle.sum()
+    p = projection.kept(ctx, kept / ctx.n, "dispatch",
+                        f"its ops less what each costs for running eagerly ({floor / 1e6:.0f} us a run, the cheapest "
+                        "quarter of its eager runs), its input wait and the gaps between steps: run as one graph, no "
+                        "op is dispatched from Python")
     return [Finding("eager", title, share, facts, fix_for("eager", ctx.loop), p.step_ps, "host_overhead",
                     subject="step", **p.fields())]
+
+
+def eager_floor(ctx: Context) -> float:
+    """What an eager op run costs for running eagerly, whatever it computes: the cheapest quarter
+    of the step's eager runs (reads, shapes, scalars). In a graph those runs cost a few
+    microseconds, or nothing where the graph fuses or prunes them."""
+    return run_floor([e for e in ctx.table if e.eager])

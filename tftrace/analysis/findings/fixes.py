@@ -198,6 +198,11 @@ _FIXES = {
         "custom": ("Use mixed precision: `keras.mixed_precision.set_global_policy('mixed_bfloat16')` (or "
                    "'mixed_float16' with loss scaling on GPUs without bfloat16)."),
     },
+    "precision_cpu": {
+        "any": ("Compute in float32 on a CPU: `keras.mixed_precision.set_global_policy('float32')` before building "
+                "the model (or drop `dtype='mixed_float16'` from the layers). Keep mixed precision for GPUs with "
+                "tensor cores, where it pays."),
+    },
     "device_sync": {
         "custom": ("`{read}` on a step's result makes the host wait until the device has finished that step, every "
                    "step, so JAX's asynchronous dispatch can no longer run the host's next work (making the batch, "
@@ -292,6 +297,10 @@ _FIXES = {
                 "train_step's own work, a metric, a weight penalty, sample weighting): name them with "
                 "`tf.name_scope('...')` or capture with `tftrace.TraceCallback`, whose sidecar records the "
                 "program's configuration, so their owner is known; then make that work cheaper or run it less often."),
+        "captured": ("These ops run in the step function outside every layer, loss and optimizer scope, and the "
+                     "program's configuration names no metric or penalty that makes them (a custom train_step's own "
+                     "work, sample weighting): name them with `tf.name_scope('...')` to see what they are, then make "
+                     "that work cheaper or run it less often."),
         "torch": ("These ops run outside every layer's range: the loss, the backward pass (autograd runs it outside "
                   "the layers' calls), the optimizer and the train step's own work. Name a part with "
                   "`torch.profiler.record_function('...')` to see its owner; the backward pass shrinks with the "
@@ -409,9 +418,11 @@ _PIPELINE = (
 
 
 def pipeline_fix(kinds: list[str], has: dict[str, bool]) -> str:
-    """The fix for a pipeline whose work goes mainly to `kinds`, never advising what it has."""
+    """The fix for a pipeline whose work goes mainly to `kinds`, never advising what it has; where
+    calling the map function per element is most of the work (`has["calls"]`), vectorising first."""
     out = []
-    for wanted, needs, text in _PIPELINE:
+    table = sorted(_PIPELINE, key=lambda entry: entry[1] != "batched") if has.get("calls") else _PIPELINE
+    for wanted, needs, text in table:
         if wanted and not set(wanted.split()) & set(kinds):
             continue
         if needs and has.get(needs):

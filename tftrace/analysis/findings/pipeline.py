@@ -91,6 +91,7 @@ def detect(ctx: Context) -> list[Finding]:
     where, in_fn = hottest_fact(ctx, ("input pipeline",))
     kinds = work_by_kind(ctx.pipeline)
     has = {**features(ctx.pipeline), "batched": maps_batches(ctx.trace.names)}
+    has["calls"] = not has["batched"] and _calls_dominate(kinds)
     title, facts = _what(ctx, kinds, has)
     if in_fn:
         title = f"Input pipeline{in_fn}" + (f" ({ctx.pipeline.slowest} stage)" if ctx.pipeline.slowest else "")
@@ -101,7 +102,7 @@ def detect(ctx: Context) -> list[Finding]:
         title, facts, waits_in = dataloader.title(ctx.trace, device), (), "the DataLoader"
         fix = dataloader.fix(ctx.trace, device)
     if tl.device_busy is None:
-        out += _on_the_host(ctx, kinds, title, facts + where, fix, waits_in)
+        out += _on_the_host(ctx, kinds, title, facts + where, fix, waits_in, has["calls"])
     if tl.device_busy is not None and b.input > 0 and not ctx.jax:  # JAX runs: host_to_device.detect
         out.append(host_to_device(ctx))
     wait = tl.fraction(tl.input_wait) if tl.input_wait is not None else 0.0
@@ -120,7 +121,18 @@ def detect(ctx: Context) -> list[Finding]:
     return out
 
 
-def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str, waits_in: str) -> list[Finding]:
+CALLS = 0.8  # of a map's work in calling its function per element: vectorising it is the fix that pays
+
+
+def _calls_dominate(kinds) -> bool:
+    """Does calling the map function per element, not the ops it runs, hold most of the map's work?"""
+    work = dict((k, ps) for k, ps, _ in kinds)
+    calls, ops = work.get("map", 0), work.get("map_ops", 0)
+    return calls > 0 and calls >= CALLS * (calls + ops)
+
+
+def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str, waits_in: str,
+                 vectorise: bool = False) -> list[Finding]:
     """The input finding of a host-only run: the wait for input, and the pipeline's work where it
     takes the cores from the model's ops."""
     b, tl = ctx.breakdown, ctx.tl
@@ -151,7 +163,10 @@ def _on_the_host(ctx: Context, kinds, title: str, facts: tuple, fix: str, waits_
     share = min(b.input + contended / ctx.wall_ps, 1 - b.idle)
     removed = tl.input.sum() + contended
     floor = 0.0
-    if not has_parallel(ctx) and work > 0 and kinds and kinds[0][0] in ("map", "map_ops"):
+    # Made parallel (the fix's first way where the map is not), the pipeline's work still runs on
+    # the same cores as the model's ops; vectorised (its first way where calling the function per
+    # element is most of the work), most of that work goes.
+    if not has_parallel(ctx) and not vectorise and work > 0 and kinds and kinds[0][0] in ("map", "map_ops"):
         # Made parallel, the pipeline's work still runs on the same cores as the model's ops: the
         # step cannot drop below both together spread over the cores.
         model = ctx.load.model_ps if ctx.load is not None else tl.compute.sum()
@@ -200,7 +215,7 @@ def _what(ctx: Context, kinds, has) -> tuple[str, tuple]:
     top, ps, names = kinds[0]
     facts = [fact("pipeline work by kind", ", ".join(f"{KIND_WORDS[k]} {ms(p / ctx.n)} per step ({p / total:.0%}; "
                                                       f"{', '.join(n[:3])})" for k, p, n in kinds[:3]))]
-    present = [k for k, v in has.items() if v]
+    present = [k for k, v in has.items() if v and k != "calls"]
     facts.append(fact("the pipeline already has", ", ".join(
         {"parallel": "a parallel map", "prefetch": "prefetch", "cache": "a cache",
          "batched": "a map over whole batches"}[k] for k in present) or "nothing of "

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from tftrace.analysis.findings import (callbacks, compute, device_sync, eager, gaps, host_to_device, jit_compile,
                                        keras_calls, memory_room, op_by_op, per_call, pipeline, precision,
-                                       python_function, recompile, regions, remainder, retracing, small_steps, stalls,
-                                       step_python, straggler, xla_cpu)
+                                       precision_cpu, python_function, recompile, regions, remainder, retracing,
+                                       small_steps, stalls, step_python, straggler, xla_cpu)
 import dataclasses
 
 from tftrace.analysis.findings.base import MIN_SHARE, Finding, evidence_text, ms_fact
@@ -23,8 +23,9 @@ from tftrace.model.report import Bottleneck
 
 # Causes named from what the trace holds; each is independent of the others.
 CAUSES = (straggler.detect, per_call.detect, keras_calls.detect, retracing.detect, recompile.detect, jit_compile.detect,
-          eager.detect, op_by_op.detect, precision.detect, device_sync.detect, host_to_device.detect, callbacks.detect,
-          stalls.detect, regions.detect, step_python.detect, pipeline.detect, compute.detect, xla_cpu.detect)
+          eager.detect, op_by_op.detect, precision.detect, precision_cpu.detect, device_sync.detect,
+          host_to_device.detect, callbacks.detect, stalls.detect, regions.detect, step_python.detect, pipeline.detect,
+          compute.detect, xla_cpu.detect)
 # Findings about the time the causes above left unexplained, in order: (detect, part it takes from).
 LEFTOVERS = ((python_function.detect, "host_overhead idle"), (small_steps.detect, "host_overhead idle"),
              (gaps.detect, "idle"), (remainder.detect, "host_overhead"))
@@ -59,14 +60,16 @@ def diagnose(ctx: Context) -> tuple[Bottleneck, ...]:
     return tuple(out)
 
 
-def measured(f: Finding, step: int, saved_ps: int | None) -> Finding:
-    """`f` with the step confirm measured with its fix applied; a finding the trace could not
-    price takes the measured step as its projection."""
-    if saved_ps is None:
+def measured(f: Finding, step: int, ratio: float | None) -> Finding:
+    """`f` with the step confirm measured with its fix applied (the step times the ratio the fix
+    made, fixed over as compiled, on a copy of the model); a finding the trace could not price
+    takes the measured step as its projection."""
+    if ratio is None:
         return f
-    step_then = min(max(step - saved_ps, 0), step)
+    step_then = min(max(round(step * ratio), 0), step)
     if f.basis in ("", "none"):
-        how = f"confirm applied the fix to a copy of the model and timed it: {saved_ps / 1e9:.3g} ms less per step"
+        how = (f"confirm applied the fix to a copy of the model and timed it: {ratio:.2f} of the step as compiled, "
+               f"{step_then / 1e9:.3g} ms here")
         return dataclasses.replace(f, measured_step_ps=step_then, step_if_removed_ps=step_then, basis="measured",
                                    how=how, floor_ps=0)
     return dataclasses.replace(f, measured_step_ps=step_then)

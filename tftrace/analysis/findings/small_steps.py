@@ -25,24 +25,24 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     if ctx.loop != "keras" or ctx.eager or ctx.steps.kind not in ("marker", "function") or len(ctx.tl.dur) < 3 \
             or b.host_overhead + b.idle - explained < MIN_FIXED:
         return []
-    graph_ps = _jax_call_ps(ctx) if ctx.jax else _graph_ps(ctx)
-    fixed_ps = ctx.per_step_ps - graph_ps
+    graph = _jax_call_ps(ctx) if ctx.jax else graph_ps(ctx)
+    fixed_ps = ctx.per_step_ps - graph
     share = min(b.host_overhead + b.idle - explained, fixed_ps / ctx.per_step_ps)  # what no cause claimed
-    if graph_ps > MAX_GRAPH_MS * 1e9 or share < MIN_FIXED:
+    if graph > MAX_GRAPH_MS * 1e9 or share < MIN_FIXED:
         return []
     batch = ctx.trace.sidecar.get("batch_size")
-    spe = 2 ** min(max(math.ceil(math.log2(max(fixed_ps / max(graph_ps, 1) * 10, 2))), 3), 10)
-    facts = [ms_fact("the jitted call per step (dispatch)" if ctx.jax else "graph time per step (ops and executor)", graph_ps), ms_fact("fixed cost per step", fixed_ps),
+    spe = 2 ** min(max(math.ceil(math.log2(max(fixed_ps / max(graph, 1) * 10, 2))), 3), 10)
+    facts = [ms_fact("the jitted call per step (dispatch)" if ctx.jax else "graph time per step (ops and executor)", graph), ms_fact("fixed cost per step", fixed_ps),
              pct_fact("fixed cost of the step", fixed_ps / ctx.per_step_ps), fact("steps measured", ctx.n)]
     if isinstance(batch, int):
         facts.insert(0, fact("batch size", batch))
-    title = (f"Small steps: {fixed_ps / 1e9:.2f} ms of fixed cost per step for {graph_ps / 1e9:.2f} ms of graph work"
+    title = (f"Small steps: {fixed_ps / 1e9:.2f} ms of fixed cost per step for {graph / 1e9:.2f} ms of graph work"
              + (f" (batch size {batch})" if isinstance(batch, int) else ""))
     more = f" (now {batch})" if isinstance(batch, int) else ""
     # With many steps per call the fixed cost is paid once per call: a step keeps its graph time.
     # On JAX each batch still makes its own jitted call, and the device runs its work: dispatched
     # asynchronously, the two overlap, and the longer sets the pace.
-    kept = max(graph_ps, _device_ps(ctx)) if ctx.jax else graph_ps
+    kept = max(graph, _device_ps(ctx)) if ctx.jax else graph
     p = projection.kept(ctx, kept + ctx.tl.input.sum() / ctx.n, "dispatch",
                         "its graph work and input wait: the per-step fixed cost is paid once per call of many steps"
                         + (", and the device's work, which the jitted calls now overlap" if ctx.jax else ""))
@@ -50,7 +50,7 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
                     p.step_ps, "host_overhead", subject="step", **p.fields())]
 
 
-def _graph_ps(ctx: Context) -> float:
+def graph_ps(ctx: Context) -> float:
     """The graph's run per step: the executor's function run where the trace has it (its
     kernel's span also holds per-call set-up that many steps per call amortize), and its ops."""
     start, end = np.asarray(ctx.steps.starts, np.int64), np.asarray(ctx.steps.ends, np.int64)
