@@ -80,7 +80,10 @@ def keras_call(model, call: str, n: int, budget_s: float | None = None, findings
             raw.update(predict_alternatives(model, _features(batch), n, min_s / 4))
         elif call == "fit" and findings:
             from tftrace.capture import timed_fixes
-            raw["whatifs"] = timed_fixes.run(model, batch, timed_fixes.plans(findings, model), n)
+            try:
+                raw["whatifs"] = timed_fixes.run(model, batch, timed_fixes.plans(findings, model), n)
+            except Exception as e:  # the input and the step are measured: keep them, say what failed
+                raw["skipped"].append(f"the fixes' what-ifs: {type(e).__name__}: {e}"[:300])
     finally:
         snapshot.restore()
         if randoms is not None:

@@ -10,7 +10,7 @@ from collections import defaultdict
 from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for, layer_fix
-from tftrace.analysis.findings.owner_projection import OP_OWNERS, projected
+from tftrace.analysis.findings.owner_projection import OP_OWNERS, projected, sparse_update
 from tftrace.analysis.owners.how_run import how_run
 from tftrace.analysis.owners.knowledge import known
 from tftrace.model.owners import OwnerRow
@@ -106,8 +106,9 @@ def _finding(ctx: Context, o: _Owner, share: float, of_model: float) -> Finding:
     if not ctx.owners.program.known and o.kind in ("step", "metric", "regularizer"):
         facts += [fact("unknown", u) for u in ctx.owners.program.unknown]
     p = projected(ctx, o, kind, facts, of_model)
-    part = "host_overhead" if kind == "while_loop" else "compute"  # a loop's cost is its dispatch
-    return Finding(kind, title, share, _paced(ctx, facts), fix, p.step_ps, part, subject=o.name, **p.fields())
+    # A loop's share holds its dispatch too, but it explains none of the host's other dispatch: the
+    # host time left (the optimizer's op runs, say) is still named by the remainder.
+    return Finding(kind, title, share, _paced(ctx, facts), fix, p.step_ps, "compute", subject=o.name, **p.fields())
 
 
 def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, str]:
@@ -144,7 +145,8 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
         if program.constrained:
             facts.append(fact("constraints applied after each update", "; ".join(program.constrained)))
         extras = ", ".join(program.optimizer_extras + tuple(f"constraint {c}" for c in program.constrained))
-        key = "optimizer_extras" if extras else ("optimizer_jax" if ctx.jax else "optimizer")
+        key = "optimizer_extras" if extras else ("optimizer_jax" if ctx.jax else
+                                                  "optimizer_sparse" if sparse_update(ctx)[0] > 0 else "optimizer")
         return (f"Optimizer {o.name}: {share:.0%} of each step updating the weights",
                 fix_for(key, ctx.idiom("cpu" if ctx.on_cpu else "any"), extras=extras),
                 facts, "optimizer")

@@ -274,14 +274,20 @@ _FIXES = {
                       "trains as well, and under mixed precision the `torch_xla.amp.syncfree` optimizers, which skip "
                       "the host sync on inf checks."),
         "any": ("The optimizer's update reads and writes every weight and its slots each step, in several small ops "
-                "per weight: use a plain update where it trains as well (SGD with momentum does about a fifth of "
-                "Adam's work per weight), train fewer weights (freeze layers you do not fine-tune), or fuse the "
-                "updates with XLA (`model.compile(..., jit_compile=True)`, where input shapes stay the same from "
+                "per weight: use a plain update where it trains as well (SGD with momentum moves 5 of the 7 "
+                "weight-sized arrays Adam moves per weight), train fewer weights (freeze layers you do not "
+                "fine-tune), or fuse the updates with XLA (`model.compile(..., jit_compile=True)`, where input shapes stay the same from "
                 "batch to batch: each new shape recompiles)."),
         "cpu": ("The optimizer's update reads and writes every weight and its slots each step, in several small ops "
-                "per weight: use a plain update where it trains as well (SGD with momentum does about a fifth of "
-                "Adam's work per weight), or train fewer weights (freeze layers you do not fine-tune). (XLA fuses "
-                "the updates, but on a CPU its runtime often costs a step more than it saves.)"),
+                "per weight: use a plain update where it trains as well (SGD with momentum moves 5 of the 7 "
+                "weight-sized arrays Adam moves per weight), or train fewer weights (freeze layers you do not "
+                "fine-tune). (XLA fuses the updates, but on a CPU its runtime often costs a step more than it saves.)"),
+    },
+    "optimizer_sparse": {  # an embedding table's gradient holds only the rows the batch looked up
+        "any": ("The optimizer's update writes every row of the embedding tables each step, though a batch's "
+                "gradient holds only the rows it looked up: plain SGD (`keras.optimizers.SGD(learning_rate=...)`, "
+                "no momentum) updates only those rows, where it trains as well; or train fewer weights (a smaller "
+                "table or output dimension, or a frozen pretrained table)."),
     },
     "optimizer_jax": {
         "any": ("The optimizer's update touches every weight every step: train fewer weights (freeze what you do "

@@ -44,7 +44,8 @@ def rank(found: list[Finding], step: int, noise_ps: int) -> list[Ranked]:
     # An unpriced cause goes where half its owner's time would put it (its fix removes part of
     # what the owner holds, the trace cannot say how much); other unpriced findings after every
     # priced one (see GUESSED).
-    unpriced = sorted((f for f in found if f.basis == "none"), key=lambda f: (-f.share, f.id, f.title))
+    unpriced = sorted((f for f in found if f.basis == "none"),
+                      key=lambda f: (f.kind not in GUESSED, -f.share, f.id, f.title))
     out: list[Ranked] = []
     for r in ordered:
         while unpriced and _guess(unpriced[0], step) > step - _then(r.finding):

@@ -10,6 +10,7 @@ from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.findings.host_calls import host_call_fact
+from tftrace.analysis.owners.how_run import how_run
 from tftrace.analysis.findings.per_call import predict_python
 from tftrace.analysis.findings.where import framework_of, hottest_fact
 
@@ -55,9 +56,27 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
         subject = _function(in_fn) if in_fn and where else "framework"
     variant = "torch_xla" if ctx.torch_xla else "torch" if ctx.torch else "_".join(w for w in ("captured" if ctx.captured else "",
                                                                  "cpu" if ctx.on_cpu else "") if w) or "any"
-    return [Finding("host_overhead", title, rest, facts, fix_for("host_overhead", variant),
-                    ctx.projected(rest * ctx.wall_ps), "host_overhead", subject=subject,
-                    **projection.unknown(ctx, _UNPRICED).fields())]
+    p = _per_call(ctx, rest) if framework else None
+    if p is not None:
+        facts = (*facts, fact("projected", f"with steps_per_execution={SPE}, this time once per {SPE} steps"))
+    p = p or projection.unknown(ctx, _UNPRICED)
+    return [Finding("host_overhead", title, rest, facts, fix_for("host_overhead", variant), p.step_ps,
+                    "host_overhead", subject=subject, **p.fields())]
+
+
+SPE = 8  # the steps_per_execution a projection assumes (the fix's own example)
+
+
+def _per_call(ctx: Context, rest: float):
+    """TensorFlow's own time around a Keras step's graph ops, in its call into the runtime
+    (argument handling, the executor's set-up, the outputs), is paid once per call: with
+    `steps_per_execution` it is paid once per that many steps. None where the step is not one
+    graph call per step of a Keras loop on TensorFlow (XLA's runtime, several steps a call)."""
+    spe = ctx.owners.program.steps_per_execution if ctx.owners.program is not None else None
+    if ctx.loop != "keras" or ctx.torch or ctx.jax or ctx.tf_xla or (spe or 1) > 1 or _graph_loop(ctx):
+        return None
+    return projection.dispatch(ctx, rest * ctx.wall_ps * (1 - 1 / SPE),
+                               f"{1 - 1 / SPE:.0%} of TensorFlow's time around the ops, paid once per call")
 
 
 # Host time no cause claimed: the trace shows where it sits, not which of the fixes offered
@@ -104,3 +123,10 @@ def _owners_fact(ctx: Context) -> tuple:
 def _function(in_fn: str) -> str:
     """` in your load_batch()` -> `load_batch`: the function a title names, as a finding's subject."""
     return in_fn.removeprefix(" in ").removeprefix("your ").removesuffix("()")
+
+
+def _graph_loop(ctx: Context) -> bool:
+    """A layer runs a graph loop (an RNN's while loop): the executor's time between its ops is paid
+    per iteration, not per call, so how much of it fewer calls remove is not in the trace."""
+    return any(how_run(ctx, r.name) is not None and how_run(ctx, r.name).kind == "while_loop"
+               for r in ctx.owners.rows if r.kind == "layer")

@@ -31,6 +31,14 @@ def priced(ctx: Context, kind: str, name: str, per_step_ps: float, what: str,
         return None
     time = sum(r.time_ps for r in found)
     fraction = sum(r.roofline * r.time_ps for r in found) / time
+    if ctx.on_cpu:
+        # A CPU's peak is a large GEMM's, and its kernels' rates vary with each op's shapes and
+        # library: another layer's rate in the run is no rate this one can be brought to. On six
+        # real programs, pricing layers on peers' rates promised gains their fixes never made.
+        return projection.unknown(ctx, f"{what}: at {fraction:.0%} of the CPU's roofline; what its ops should cost on a "
+                                       "CPU is not in the trace (kernels' rates vary with each op's shapes): the fix "
+                                       "changes the model, so time it (TraceCallback(confirm=True), or the changed "
+                                       "model against this one)")
     bound = max(found, key=lambda r: r.time_ps).bound
     if bound not in STATED:  # launch-bound: many short runs far below both roofs, no rate to bring them to
         return projection.unknown(ctx, f"{what}: at {fraction:.0%} of the roofline in many short op runs, its time goes "

@@ -11,7 +11,7 @@ from tftrace.analysis.findings.base import Finding, fact, ms, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
 
-MIN_HOST = 0.3  # of the step: XLA's runtime and the host's work around the ops must hold this much
+MIN_HOST = 0.2  # of the step: XLA's runtime and the host's work around the ops must hold this much
 # XLA:CPU's runtime: running an executable, its thunks, waiting for them.
 _RUNTIME = ("CpuExecutable::ExecuteAsyncOnStream", "ThunkExecutor::Execute", "BlockUntilReady")
 

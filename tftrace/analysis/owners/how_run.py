@@ -4,6 +4,7 @@ fused kernel (the knowledge table's entries, read inside one layer)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tftrace.analysis.findings.base import Fact, fact, pct_fact
@@ -61,10 +62,11 @@ def how_run(ctx, layer: str) -> HowRun | None:
             entry = BY_KEY[key]
             facts = (pct_fact(f"of the layer's op time in {', '.join(sorted(types[key]))}", share),
                      fact("what puts it there", entry.why))
-            return HowRun(key, f"{share:.0%} of it {entry.title}", facts, entry.fixes[framework], share)
+            found = HowRun(key, f"{share:.0%} of it {entry.title}", facts, entry.fixes[framework], share)
+            return _recurrence(ctx, layer, entries, found) if key == "while_loop" else found
     loop = _loop(ctx, entries)
     if loop is not None:
-        return loop
+        return _recurrence(ctx, layer, entries, loop)
     policy = ctx.owners.program.layer_policies.get(layer, "") or ctx.owners.program.dtype_policy
     if "float64" in policy:
         return HowRun("precision", "its arithmetic in float64",
@@ -73,6 +75,29 @@ def how_run(ctx, layer: str) -> HowRun | None:
                       ("Compute in float32: drop `dtype='float64'` from the layer (or "
                        "`keras.config.set_floatx('float32')`), and give the data float32 in the input pipeline."))
     return None
+
+
+_RECURRENT = re.compile(r"(?:^|/)(?:bidirectional|lstm|gru|simple_rnn|rnn|forward_\w+|backward_\w+)(?:_\d+)?(?:/|$)|"
+                        r"(?:lstm|gru|simple_rnn)_cell", re.I)
+_RECURRENT_CLASSES = ("LSTM", "GRU", "SimpleRNN", "RNN", "Bidirectional", "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D")
+
+
+def _recurrence(ctx, layer: str, entries, loop: HowRun) -> HowRun:
+    """A recurrent layer's loop is its recurrence over time steps, which no batch-wise rewrite
+    removes: its lever is unrolling it (short, fixed-length sequences) or, on a GPU, the fused
+    kernel; a map over a batch's elements keeps the vectorising fix."""
+    cls = ctx.owners.program.layer_classes.get(layer, "")
+    if cls not in _RECURRENT_CLASSES and not (not cls and (_RECURRENT.search(layer) or
+                                                           any(_RECURRENT.search(e.name) for e in entries[:50]))):
+        return loop
+    if ctx.jax:
+        return loop
+    fix = ("Its loop is the recurrence over time steps, run one step at a time: unroll it (`unroll=True` on the "
+           "LSTM/GRU, on the layer a Bidirectional wraps too) where sequences are short and of fixed length, which "
+           "removes the loop's per-step machinery; shorter sequences or fewer units shrink what each step does; on a "
+           "GPU, keep LSTM/GRU on their fused cuDNN kernel (default activations, recurrent_dropout=0).")
+    title = loop.title.replace("one element at a time", "one time step at a time")
+    return HowRun(loop.kind, title, loop.facts, fix, loop.share)
 
 
 LOOP_RUNS = 0.5  # of a layer's op runs inside a graph while loop: the loop is how it runs
