@@ -266,7 +266,7 @@ def _reduce_window(a: _Analysis, ins: Instruction, p: _Props) -> None:
         # A reduction broadcast back over one dimension (a cumulative sum's window): XLA counts it
         # as the reduction it is.
         for axis, d in enumerate(window):
-            size, _s, low, high = d[0], d[1], d[2], d[3]
+            size, low, high = d[0], d[2], d[3]
             if size != 1 and low != 0 and high != 0 and low == high and size == 2 * low + 1:
                 if low == ins.shape.dims[axis] - 1:
                     span = ins.shape.dims[axis]
