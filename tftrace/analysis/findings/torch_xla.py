@@ -5,7 +5,6 @@ where a value is read (`SyncTensorsGraph` outside `xm.mark_step()`, the host the
 
 from __future__ import annotations
 
-
 from tftrace.analysis.findings.base import Finding, fact, ms_fact, pct_fact
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.fixes import fix_for
