@@ -85,6 +85,10 @@ FIXES = {
     },
     "recommender": {
         "host_overhead/dispatch": {**_batch(128), "why": "'run fewer, larger ops: a larger batch ...': the first named"},
+        "input/map_ops": _not_applicable(
+            "'Vectorize the map: `batch()` first and map over whole batches': the program has no map; it gives fit "
+            "NumPy arrays, and the map is Keras' own adapter slicing each batch out of them (GatherV2): nothing as "
+            "written can be changed"),
     },
     "xception": {
         "layer/separable_conv2d": {"fix": "SeparableConv2D(64, ...) for the first SeparableConv2D (half its 128 filters)",

@@ -68,6 +68,16 @@ def maps_batches(names) -> bool:
     return any(n.startswith("Iterator::") and _MAP_OVER_BATCHES.search(n) for n in names)
 
 
+def _map_per_batch(ctx: Context) -> bool:
+    """Does the pipeline's map run about once per step, on a whole batch already (Keras' adapter
+    slicing NumPy arrays maps batch indices to batches)? Then vectorising it gains nothing."""
+    runs = stage_runs(ctx.trace, ["ParallelMapV2", "ParallelMap", "Map"], ctx.n)
+    return any(0 < r.calls_per_step <= ONCE_PER_STEP for r in runs.values())
+
+
+ONCE_PER_STEP = 1.5  # a map's calls per step up to which it maps whole batches
+
+
 def work_by_kind(pipeline: InputPipeline) -> list[tuple[str, int, list[str]]]:
     """(kind, self ps, its stages) for the pipeline's working stages, largest first."""
     kinds: dict[str, tuple[int, list[str]]] = {}
@@ -90,7 +100,7 @@ def detect(ctx: Context) -> list[Finding]:
     out = []
     where, in_fn = hottest_fact(ctx, ("input pipeline",))
     kinds = work_by_kind(ctx.pipeline)
-    has = {**features(ctx.pipeline), "batched": maps_batches(ctx.trace.names)}
+    has = {**features(ctx.pipeline), "batched": maps_batches(ctx.trace.names) or _map_per_batch(ctx)}
     has["calls"] = not has["batched"] and _calls_dominate(kinds)
     title, facts = _what(ctx, kinds, has)
     if in_fn:

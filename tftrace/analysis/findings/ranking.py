@@ -43,9 +43,9 @@ def rank(found: list[Finding], step: int, noise_ps: int) -> list[Ranked]:
     ordered = [Ranked(f, tie_rank=ties.get(i, 0)) for i, f in enumerate(now)]
     # An unpriced cause goes where half its owner's time would put it (its fix removes part of
     # what the owner holds, the trace cannot say how much); other unpriced findings after every
-    # priced one (see GUESSED).
+    # priced one (see GUESSED and SCALABLE).
     unpriced = sorted((f for f in found if f.basis == "none"),
-                      key=lambda f: (f.kind not in GUESSED, -f.share, f.id, f.title))
+                      key=lambda f: (-_guess(f, step), -f.share, f.id, f.title))
     out: list[Ranked] = []
     for r in ordered:
         while unpriced and _guess(unpriced[0], step) > step - _then(r.finding):
@@ -74,9 +74,18 @@ UNPRICED_PART = 0.5  # of an unpriced cause's share: where it ranks among the pr
 GUESSED = ("xla_cpu", "precision")
 
 
+# Layers whose cost grows with their width (filters, units) as a plain convolution's or matmul's
+# does, so "fewer filters or units" removes a part of their time in proportion: ranked like a
+# guessed cause. A composite or custom layer's width is not its cost (a TransformerBlock's
+# `ff_dim` is a fraction of its work), nor a separable convolution's filters alone.
+SCALABLE = ("Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "Dense",
+            "EinsumDense")
+
+
 def _guess(f: Finding, step: int) -> float:
     """What an unpriced finding ranks as saving (never shown as a projection)."""
-    return UNPRICED_PART * f.share * step if f.kind in GUESSED else 0.0
+    scalable = f.kind == "layer" and any(x.label == "class" and x.value in SCALABLE for x in f.facts)
+    return UNPRICED_PART * f.share * step if f.kind in GUESSED or scalable else 0.0
 
 
 def _ties(now: list[Finding], step: int, noise_ps: int) -> dict[int, int]:
