@@ -301,7 +301,8 @@ def test_confirm_times_the_input_alone_and_the_step_alone_on_torch_with_weights_
     (run,) = part["runs"]
     with open(os.path.join(run, "tftrace_experiment.json")) as f:
         saved = json.load(f)
-    assert saved["mode"] == "fit" and saved["step_alone_ms"] == experiment["step_alone_ms"]
+    # The report's figures are rounded to the hundredth of a millisecond; the file keeps the timing.
+    assert saved["mode"] == "fit" and saved["step_alone_ms"] == pytest.approx(experiment["step_alone_ms"], abs=0.005)
 
 
 def test_a_torch_loop_in_tftrace_trace_names_its_modules_as_owners_in_both_phases(loop):
