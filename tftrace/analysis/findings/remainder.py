@@ -10,9 +10,9 @@ from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.fixes import fix_for
 from tftrace.analysis.findings.host_calls import host_call_fact
-from tftrace.analysis.owners.how_run import how_run
 from tftrace.analysis.findings.per_call import predict_python
 from tftrace.analysis.findings.where import framework_of, hottest_fact
+from tftrace.analysis.owners.how_run import how_run
 
 _OP_OWNERS = ("layer", "optimizer", "metric", "regularizer", "loss", "code", "step", "copy", "collective", "debug")
 DISPATCH_SHARE = 0.5  # of the unexplained host time: op dispatch must hold this much to be named as its owner
@@ -128,5 +128,5 @@ def _function(in_fn: str) -> str:
 def _graph_loop(ctx: Context) -> bool:
     """A layer runs a graph loop (an RNN's while loop): the executor's time between its ops is paid
     per iteration, not per call, so how much of it fewer calls remove is not in the trace."""
-    return any(how_run(ctx, r.name) is not None and how_run(ctx, r.name).kind == "while_loop"
+    return any((run := how_run(ctx, r.name)) is not None and run.kind == "while_loop"
                for r in ctx.owners.rows if r.kind == "layer")

@@ -87,10 +87,10 @@ def _recurrence(ctx, layer: str, entries, loop: HowRun) -> HowRun:
     removes: its lever is unrolling it (short, fixed-length sequences) or, on a GPU, the fused
     kernel; a map over a batch's elements keeps the vectorising fix."""
     cls = ctx.owners.program.layer_classes.get(layer, "")
-    if cls not in _RECURRENT_CLASSES and not (not cls and (_RECURRENT.search(layer) or
-                                                           any(_RECURRENT.search(e.name) for e in entries[:50]))):
-        return loop
-    if ctx.jax:
+    # Without the sidecar's class, the layer's or its ops' names (a stock capture's `lstm_cell`).
+    recurrent = cls in _RECURRENT_CLASSES if cls else bool(
+        _RECURRENT.search(layer) or any(_RECURRENT.search(e.name) for e in entries[:50]))
+    if ctx.jax or not recurrent:
         return loop
     fix = ("Its loop is the recurrence over time steps, run one step at a time: unroll it (`unroll=True` on the "
            "LSTM/GRU, on the layer a Bidirectional wraps too) where sequences are short and of fixed length, which "
