@@ -58,10 +58,26 @@ def _change(kind: str, subject: str, recommendation: str, cfg: dict | None, mode
             return {"fix": "trained with plain SGD (no momentum, the same learning rate)",
                     "compile": {"optimizer": "sgd:0"}}
         return {"fix": "trained with plain SGD (momentum 0.9, the same learning rate)", "compile": {"optimizer": "sgd"}}
+    if kind == "layer":
+        return _narrower(model, subject)
     if kind in ("host_overhead", "device_idle") and "jit_compile=True" in recommendation \
             and cfg.get("jit_compile") in (False, None, "auto"):
         return {"fix": "compiled with jit_compile=True", "compile": {"jit_compile": True}}
     return None
+
+
+def _narrower(model, name: str) -> dict | None:
+    """A layer's fix names fewer filters or units first: the copy with half as many (its weights
+    fresh: their shapes change; a step's time does not depend on their values)."""
+    try:
+        layer = model.get_layer(name)
+    except Exception:  # not a layer of the model's own (a nested one, or a name the trace made up)
+        return None
+    attr = next((a for a in ("filters", "units") if isinstance(getattr(layer, a, None), int)), None)
+    if attr is None or getattr(layer, attr) < 2:
+        return None
+    n = getattr(layer, attr)
+    return {"fix": f"layer {name} with half its {attr} ({n} -> {n // 2})", "model": f"halve:{name}:{attr}"}
 
 
 # Each copy is timed this many times, in turns with the others, and its median round kept.
@@ -157,7 +173,8 @@ def _clock():
 def _copy(model, change: str):
     """The model rebuilt from its config (regularizers or dtype policies changed), given its weights."""
     import keras
-    edit = _EDITS.get(change, lambda config: config)
+    edit = _halved(*change.split(":")[1:]) if change.startswith("halve:") else \
+        _EDITS.get(change, lambda config: config)
     try:
         clone = type(model).from_config(edit(model.get_config()))
     except Exception as first:  # a custom layer not registered for deserialising: each layer from its own config
@@ -166,6 +183,8 @@ def _copy(model, change: str):
                 model, clone_function=lambda layer: type(layer).from_config(edit(layer.get_config())))
         except Exception:
             raise first from None
+    if change.startswith("halve:"):  # the layer and the next one's weights change shape: fresh ones
+        return clone
     weights = model.get_weights()
     clone.set_weights([w.astype(v.dtype) if hasattr(w, "astype") else w
                        for w, v in zip(weights, [keras.ops.convert_to_numpy(v) for v in clone.weights])])
@@ -174,6 +193,19 @@ def _copy(model, change: str):
 
 _EDITS = {"no_regularizers": lambda config: _without(config, re.compile(r".*_regularizer\Z"), None),
           "float32": lambda config: _without(config, re.compile(r"dtype\Z"), "float32")}
+
+
+def _halved(name: str, attr: str):
+    """A config edit: the layer called `name` (wherever the config holds it) with half its `attr`."""
+    def edit(config):
+        if isinstance(config, dict):
+            if config.get("name") == name and isinstance(config.get(attr), int):
+                return {**config, attr: max(config[attr] // 2, 1)}
+            return {k: edit(v) for k, v in config.items()}
+        if isinstance(config, list):
+            return [edit(v) for v in config]
+        return config
+    return edit
 
 
 def _without(config, key: re.Pattern, value):
