@@ -41,9 +41,9 @@ def _change(kind: str, subject: str, recommendation: str, cfg: dict | None, mode
     if kind == "metric" and _metric_names(cfg.get("metrics")):
         return {"fix": f"compiled without the metric {subject}", "compile": {"metrics": "drop:" + subject}}
     if kind == "regularizer":
-        return {"fix": "every layer without its weight regularizers", "model": "no_regularizers"}
+        return {"fix": "every layer without its weight regularizers", "edit": _without(_REGULARIZER, None)}
     if kind in ("precision", "casts") and _policy(model) != "float32":
-        return {"fix": "every layer in float32", "model": "float32"}
+        return {"fix": "every layer in float32", "edit": _without(_DTYPE, "float32")}
     if kind == "xla_cpu" and cfg.get("jit_compile") not in (False, None):
         return {"fix": "compiled with jit_compile=False", "compile": {"jit_compile": False}}
     if kind == "eager" and cfg.get("run_eagerly"):
@@ -56,8 +56,9 @@ def _change(kind: str, subject: str, recommendation: str, cfg: dict | None, mode
     if kind == "optimizer":
         if "no momentum" in recommendation:  # the sparse tables' fix: only the rows a batch looks up updated
             return {"fix": "trained with plain SGD (no momentum, the same learning rate)",
-                    "compile": {"optimizer": "sgd:0"}}
-        return {"fix": "trained with plain SGD (momentum 0.9, the same learning rate)", "compile": {"optimizer": "sgd"}}
+                    "compile": {"optimizer": ("sgd", 0.0)}}
+        return {"fix": "trained with plain SGD (momentum 0.9, the same learning rate)",
+                "compile": {"optimizer": ("sgd", 0.9)}}
     if kind == "layer":
         return _narrower(model, subject)
     if kind in ("host_overhead", "device_idle") and "jit_compile=True" in recommendation \
@@ -77,7 +78,8 @@ def _narrower(model, name: str) -> dict | None:
     if attr is None or getattr(layer, attr) < 2:
         return None
     n = getattr(layer, attr)
-    return {"fix": f"layer {name} with half its {attr} ({n} -> {n // 2})", "model": f"halve:{name}:{attr}"}
+    return {"fix": f"layer {name} with half its {attr} ({n} -> {n // 2})", "edit": _halved(name, attr),
+            "fresh_weights": True}
 
 
 # Each copy is timed this many times, in turns with the others, and its median round kept.
@@ -126,7 +128,7 @@ class _Fitted:
     batch's begin hook to the next (the fit call's own start-up and end left out)."""
 
     def __init__(self, model, batch, plan: dict, steps: int):
-        self.clone = _copy(model, plan.get("model", ""))
+        self.clone = _copy(model, plan.get("edit"), plan.get("fresh_weights", False))
         self.clone.compile_from_config(_changed(_compile_config(model), plan.get("compile", {})))
         self.spe = max(plan.get("spe", 1), 1)
         self.size = _rows(batch)
@@ -158,23 +160,24 @@ def _clock():
         def __init__(self):
             super().__init__()
             self.starts: list[float] = []
+            self.jax = keras.backend.backend() == "jax"  # asked once: each hook runs inside the timed steps
 
         def on_train_batch_begin(self, batch, logs=None):
             self.starts.append(time.perf_counter())
 
         def on_train_batch_end(self, batch, logs=None):
-            if keras.backend.backend() == "jax":
+            if self.jax:
                 import jax
                 jax.block_until_ready([v.value for v in self.model.trainable_variables[:1]])
 
     return Clock()
 
 
-def _copy(model, change: str):
-    """The model rebuilt from its config (regularizers or dtype policies changed), given its weights."""
+def _copy(model, edit=None, fresh_weights: bool = False):
+    """The model rebuilt from its config, changed by `edit` (a config in, a config out), given its
+    weights, or fresh ones where the change alters their shapes."""
     import keras
-    edit = _halved(*change.split(":")[1:]) if change.startswith("halve:") else \
-        _EDITS.get(change, lambda config: config)
+    edit = edit or (lambda config: config)
     try:
         clone = type(model).from_config(edit(model.get_config()))
     except Exception as first:  # a custom layer not registered for deserialising: each layer from its own config
@@ -183,7 +186,7 @@ def _copy(model, change: str):
                 model, clone_function=lambda layer: type(layer).from_config(edit(layer.get_config())))
         except Exception:
             raise first from None
-    if change.startswith("halve:"):  # the layer and the next one's weights change shape: fresh ones
+    if fresh_weights:
         return clone
     weights = model.get_weights()
     clone.set_weights([w.astype(v.dtype) if hasattr(w, "astype") else w
@@ -191,29 +194,27 @@ def _copy(model, change: str):
     return clone
 
 
-_EDITS = {"no_regularizers": lambda config: _without(config, re.compile(r".*_regularizer\Z"), None),
-          "float32": lambda config: _without(config, re.compile(r"dtype\Z"), "float32")}
+_REGULARIZER, _DTYPE = re.compile(r".*_regularizer\Z"), re.compile(r"dtype\Z")
+
+
+def _without(key: re.Pattern, value):
+    """A config edit: every entry whose key matches set to `value`."""
+    return lambda config: _mapped(config, lambda d: {k: (value if key.match(k) else v) for k, v in d.items()})
 
 
 def _halved(name: str, attr: str):
     """A config edit: the layer called `name` (wherever the config holds it) with half its `attr`."""
-    def edit(config):
-        if isinstance(config, dict):
-            if config.get("name") == name and isinstance(config.get(attr), int):
-                return {**config, attr: max(config[attr] // 2, 1)}
-            return {k: edit(v) for k, v in config.items()}
-        if isinstance(config, list):
-            return [edit(v) for v in config]
-        return config
-    return edit
+    def halve(d: dict) -> dict:
+        return {**d, attr: max(d[attr] // 2, 1)} if d.get("name") == name and isinstance(d.get(attr), int) else d
+    return lambda config: _mapped(config, halve)
 
 
-def _without(config, key: re.Pattern, value):
-    """A deep copy of a Keras config with every entry whose key matches set to `value`."""
+def _mapped(config, entry):
+    """A deep copy of a Keras config with each dict, its own entries mapped first, passed through `entry`."""
     if isinstance(config, dict):
-        return {k: (value if key.match(k) else _without(v, key, value)) for k, v in config.items()}
+        return entry({k: _mapped(v, entry) for k, v in config.items()})
     if isinstance(config, list):
-        return [_without(v, key, value) for v in config]
+        return [_mapped(v, entry) for v in config]
     return copy.deepcopy(config)
 
 
@@ -230,8 +231,8 @@ def _changed(cfg: dict, change: dict) -> dict:
     for k, v in change.items():
         if k == "metrics" and isinstance(v, str) and v.startswith("drop:"):
             out["metrics"] = _drop_metric(out.get("metrics"), v[len("drop:"):])
-        elif k == "optimizer" and v in ("sgd", "sgd:0"):
-            out["optimizer"] = _sgd(out.get("optimizer"), 0.0 if v == "sgd:0" else 0.9)
+        elif k == "optimizer" and isinstance(v, tuple) and v[0] == "sgd":
+            out["optimizer"] = _sgd(out.get("optimizer"), momentum=v[1])
         else:
             out[k] = v
     return out

@@ -68,9 +68,9 @@ def _then(f: Finding) -> int:
 
 UNPRICED_PART = 0.5  # of an unpriced cause's share: where it ranks among the priced ones
 # Unpriced findings that name a cause whose fix removes much of what its owner holds (XLA's CPU
-# runtime turned off, float32 for float16 on a CPU): ranked by half their share. Every other unpriced finding (the model's own
-# arithmetic, a symptom such as framework time or a device idling, a call's start-up) ranks after
-# every priced one.
+# runtime turned off, float32 for float16 on a CPU): ranked by half their share. Every other
+# unpriced finding (the model's own arithmetic, a symptom such as framework time or a device
+# idling, a call's start-up) ranks after every priced one.
 GUESSED = ("xla_cpu", "precision")
 
 

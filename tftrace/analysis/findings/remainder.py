@@ -35,7 +35,8 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     if dispatch is not None and not where:
         title, facts = dispatch
         kind = "device_idle" if device else "host_overhead"
-        fix = fix_for("dispatch", ctx.idiom(("custom" if ctx.loop == "custom" else "keras") + ("_cpu" if ctx.on_cpu else "")))
+        loop = ("custom" if ctx.loop == "custom" else "keras") + ("_cpu" if ctx.on_cpu else "")
+        fix = fix_for("dispatch", ctx.idiom(loop))
         p = projection.dispatch(ctx, rest * ctx.wall_ps, "the host's time between op runs, scheduling them")
         return [Finding(kind, title, rest, (pct_fact(lead, rest), *facts), fix, p.step_ps,
                         "host_overhead", subject="dispatch", **p.fields())]
@@ -54,8 +55,8 @@ def detect(ctx: Context, explained: float) -> list[Finding]:
     else:
         title = ("Python time inside steps" + in_fn) if in_fn and where else "Framework time inside steps, outside any op"
         subject = _function(in_fn) if in_fn and where else "framework"
-    variant = "torch_xla" if ctx.torch_xla else "torch" if ctx.torch else "_".join(w for w in ("captured" if ctx.captured else "",
-                                                                 "cpu" if ctx.on_cpu else "") if w) or "any"
+    how = "_".join(w for w in ("captured" if ctx.captured else "", "cpu" if ctx.on_cpu else "") if w) or "any"
+    variant = "torch_xla" if ctx.torch_xla else "torch" if ctx.torch else how
     p = _per_call(ctx, rest) if framework else None
     if p is not None:
         facts = (*facts, fact("projected", f"with steps_per_execution={SPE}, this time once per {SPE} steps"))
