@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -47,6 +48,17 @@ def run_cli(*args: str, check: bool = False, env: dict | None = None) -> subproc
     if check and proc.returncode != 0:
         raise AssertionError(f"tftrace {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
     return proc
+
+
+def child_results(proc: subprocess.CompletedProcess, out: str) -> dict:
+    """The results.json a capture script run in a child process wrote into `out`, each part checked
+    to have run without an error."""
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(os.path.join(out, "results.json")) as f:
+        results = json.load(f)
+    for part, result in results.items():
+        assert not (isinstance(result, dict) and "error" in result), f"{part}: {result['error']}"
+    return results
 
 
 @pytest.fixture

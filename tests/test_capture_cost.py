@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, child_results
 from cost_model import BATCH, analytic, cnn, data
 
 keras = pytest.importorskip("keras")
@@ -277,12 +277,7 @@ def _child(backend: str, out: str, *parts: str) -> dict:
            "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run([sys.executable, RUNNER, backend, out, *parts], capture_output=True, text=True, cwd=ROOT,
                           env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    with open(os.path.join(out, "results.json")) as f:
-        results = json.load(f)
-    for part, result in results.items():
-        assert not (isinstance(result, dict) and "error" in result), f"{part}: {result['error']}"
-    return results
+    return child_results(proc, out)
 
 
 @pytest.fixture(scope="module")

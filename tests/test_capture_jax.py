@@ -17,7 +17,7 @@ import types
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, child_results
 
 if importlib.util.find_spec("jax") is None or importlib.util.find_spec("keras") is None:
     pytest.skip("needs jax and keras (pip install tftrace[jax])", allow_module_level=True)
@@ -38,13 +38,7 @@ def _child(*args: str, env: dict | None = None, code: str | None = None) -> subp
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("jax_capture"))
-    proc = _child(out)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    with open(os.path.join(out, "results.json")) as f:
-        results = json.load(f)
-    for part, result in results.items():
-        assert not (isinstance(result, dict) and "error" in result), f"{part}: {result['error']}"
-    return out, results
+    return out, child_results(_child(out), out)
 
 
 def _runs(results, part: str) -> list[str]:

@@ -20,7 +20,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, child_results
 
 if importlib.util.find_spec("torch") is None or importlib.util.find_spec("keras") is None:
     pytest.skip("needs torch and keras (pip install tftrace[torch] keras)", allow_module_level=True)
@@ -38,13 +38,7 @@ def _child(*args: str, code: str | None = None) -> subprocess.CompletedProcess:
 
 
 def _results(out: str, *parts: str) -> dict:
-    proc = _child(out, *parts)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    with open(os.path.join(out, "results.json")) as f:
-        results = json.load(f)
-    for part, result in results.items():
-        assert not (isinstance(result, dict) and "error" in result), f"{part}: {result['error']}"
-    return results
+    return child_results(_child(out, *parts), out)
 
 
 @pytest.fixture(scope="module")
