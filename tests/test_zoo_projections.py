@@ -79,8 +79,6 @@ def test_every_program_is_in_the_zoo_with_its_timed_rounds():
 MISSES = {
     "pairwise_metric": ("the metric's removal also speeds up the layer ops it ran beside (they share the cores) "
                         "and the mean step holds one cold step 3x the median: projected 0.22 against 0.042"),
-    "run_eagerly_fit": ("graph mode fuses and prunes ops the eager step ran one by one (BatchNormalization's among "
-                        "them): the eager ops less their per-run floor still project 0.09 against 0.032"),
 }
 
 
