@@ -97,3 +97,52 @@ def test_training_is_untouched_by_the_what_ifs(tmp_path):
     exp = json.load(open(next((tmp_path / "b").rglob("tftrace_experiment.json"))))
     assert exp.get("whatifs"), "no what-if ran: the test would show nothing"
     assert confirmed == plain
+
+
+def test_a_custom_metric_and_loss_never_registered_still_copy():
+    """A metric class and a loss function the user never registered for deserialising (most
+    custom ones): the copies find them in the live model, so the fix is timed, not an error."""
+    from tftrace.capture import timed_fixes
+
+    class Spread(keras.metrics.Metric):  # unregistered, as in most user code
+        def __init__(self, name="spread", **kw):
+            super().__init__(name=name, **kw)
+            self.total = self.add_variable((), initializer="zeros", name="total")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            self.total.assign_add(keras.ops.std(y_pred))
+
+        def result(self):
+            return self.total
+
+    def squared(y_true, y_pred):
+        return keras.ops.mean((y_true - y_pred) ** 2)
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4, name="h")])
+    model.compile("adam", squared, metrics=[Spread()])
+    x, y = data(64)
+    model.fit(x[:, :8], np.repeat(y, 4, axis=1), batch_size=16, epochs=1, verbose=0)
+    plan = {"id": "metric/spread", "fix": "compiled without the metric spread", "compile": {"metrics": "drop:spread"}}
+    out = timed_fixes.run(model, (x[:16, :8], np.repeat(y[:16], 4, axis=1)), [plan], 4)
+    assert len(out) == 1 and "error" not in out[0] and out[0]["fixed_ms"] > 0, out
+
+
+@pytest.mark.parametrize("functional", [False, True])
+def test_a_layer_at_half_its_width_is_timed_and_the_output_layer_is_not(functional):
+    """The layer's fix (half its units) on a copy: the layer after it is built for the new width
+    (no saved build shapes); the layer that makes the model's output keeps its width, the task's."""
+    from tftrace.capture import timed_fixes
+    if functional:
+        inputs = keras.Input((64,))
+        outputs = keras.layers.Dense(8, name="out")(keras.layers.Dense(256, name="h1")(inputs))
+        model = keras.Model(inputs, outputs)
+    else:
+        model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256, name="h1"),
+                                  keras.layers.Dense(8, name="out")])
+    model.compile("adam", "mse")
+    x, y = data(64)
+    model.fit(x, np.repeat(y, 8, axis=1), batch_size=16, epochs=1, verbose=0)
+    assert timed_fixes._narrower(model, "out") is None
+    plan = {**timed_fixes._narrower(model, "h1"), "id": "layer/h1"}
+    out = timed_fixes.run(model, (x[:16], np.repeat(y[:16], 8, axis=1)), [plan], 4)
+    assert "error" not in out[0] and "256 -> 128" in out[0]["fix"], out

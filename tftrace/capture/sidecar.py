@@ -60,11 +60,11 @@ def describe(model, mode: str, batch_size: int | None = None, callbacks=()) -> d
 def _describe(model, mode: str, batch_size: int | None, callbacks) -> dict:
     from tftrace.capture.backend import versions
     from tftrace.capture.program_config import layers_of, program_config
-    layers = []
+    layers, outputs = [], output_layers(model)
     for layer in layers_of(model):
         layers.append({"name": layer.name, "class": type(layer).__name__, "params": _params(layer),
                        "trainable_params": _trainable(layer), "output_shape": _shape(layer),
-                       "dtype_policy": _policy(layer)})
+                       "dtype_policy": _policy(layer), **({"output": True} if layer.name in outputs else {})})
     return {
         "model": getattr(model, "name", ""), "mode": mode, "batch_size": batch_size,
         "params": _params(model), "trainable_params": _trainable(model), "dtype_policy": _policy(model),
@@ -72,6 +72,15 @@ def _describe(model, mode: str, batch_size: int | None, callbacks) -> dict:
         "layer_params": {x["name"]: x["params"] for x in layers},
         "keras_version": "", **versions(), "program": program_config(model, callbacks),
     }
+
+
+def output_layers(model) -> set[str]:
+    """The layers whose outputs are the model's: their width is what the model predicts."""
+    try:
+        outputs = model.outputs if getattr(model, "outputs", None) else []
+        return {t._keras_history.operation.name for t in outputs if getattr(t, "_keras_history", None)}
+    except Exception:  # a subclassed model has no graph of layers: no layer is known to make its output
+        return set()
 
 
 def _policy(layer) -> str:

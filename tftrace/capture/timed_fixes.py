@@ -3,11 +3,12 @@ process, timed on a copy of the user's model.
 
 The copy is the model rebuilt from its config, given the model's weights, and compiled from its
 compile config with one change (without a metric, without regularizers, in float32, with
-`jit_compile` turned over, with more steps per execution, without `run_eagerly`, with plain SGD).
+`jit_compile` turned over, with more steps per execution, without `run_eagerly`, with plain SGD,
+a layer at half its filters or units where its width is not the model's output).
 Each is timed by Keras' own `fit` over one batch held in memory, beside the copy compiled as the
 user compiled it: the difference is what the fix saves in the step. The user's model, optimizer
 and data are never touched; the random generators the copy draws from are put back. A fix that
-cannot be applied so (a callback, a layer's size, an input pipeline's code) is not timed here.
+cannot be applied so (a callback, an input pipeline's code) is not timed here.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import copy
 import re
 import statistics
 import time
+import types
+
+from tftrace.capture.sidecar import output_layers
 
 MAX_WHATIFS = 4  # fixes timed after one call: each copy compiles, so each costs a few seconds
 _SPE = re.compile(r"steps_per_execution=(\d+)")
@@ -75,7 +79,7 @@ def _narrower(model, name: str) -> dict | None:
     except Exception:  # not a layer of the model's own (a nested one, or a name the trace made up)
         return None
     attr = next((a for a in ("filters", "units") if isinstance(getattr(layer, a, None), int)), None)
-    if attr is None or getattr(layer, attr) < 2:
+    if attr is None or getattr(layer, attr) < 2 or name in output_layers(model):  # its width is the task's
         return None
     n = getattr(layer, attr)
     return {"fix": f"layer {name} with half its {attr} ({n} -> {n // 2})", "edit": _halved(name, attr),
@@ -129,7 +133,8 @@ class _Fitted:
 
     def __init__(self, model, batch, plan: dict, steps: int):
         self.clone = _copy(model, plan.get("edit"), plan.get("fresh_weights", False))
-        self.clone.compile_from_config(_changed(_compile_config(model), plan.get("compile", {})))
+        with _known(model):
+            self.clone.compile_from_config(_changed(_compile_config(model), plan.get("compile", {})))
         self.spe = max(plan.get("spe", 1), 1)
         self.size = _rows(batch)
         self.per_call = self.spe * max(steps, MIN_STEPS)
@@ -179,7 +184,8 @@ def _copy(model, edit=None, fresh_weights: bool = False):
     import keras
     edit = edit or (lambda config: config)
     try:
-        clone = type(model).from_config(edit(model.get_config()))
+        with _known(model):
+            clone = type(model).from_config(edit(model.get_config()))
     except Exception as first:  # a custom layer not registered for deserialising: each layer from its own config
         try:
             clone = keras.models.clone_model(
@@ -194,6 +200,42 @@ def _copy(model, edit=None, fresh_weights: bool = False):
     return clone
 
 
+def _known(model):
+    """A scope where Keras finds, by name, every class the live model is made of (its layers, loss,
+    optimizer, metrics) and its loss functions: a custom one the user never registered for
+    deserialising still copies, since the model holds it."""
+    import keras
+    objects = {}
+    for obj in _parts(model):
+        if isinstance(obj, types.FunctionType):
+            objects[obj.__name__] = obj
+            continue
+        cls = type(obj)
+        objects[cls.__name__] = cls
+        try:
+            objects[keras.saving.get_registered_name(cls)] = cls
+        except Exception:  # a class Keras cannot name: its own name serves
+            pass
+    return keras.saving.custom_object_scope(objects)
+
+
+def _parts(model) -> list:
+    """The model's layers (nested ones too), its losses, optimizer and compiled metrics (those a
+    metrics container holds too)."""
+    flatten = getattr(model, "_flatten_layers", None)
+    out = list(flatten(include_self=False, recursive=True)) if callable(flatten) else list(getattr(model, "layers", []))
+    loss = getattr(model, "loss", None)
+    losses = list(loss.values()) if isinstance(loss, dict) else list(loss) if isinstance(loss, (list, tuple)) else [loss]
+    out += [o for o in losses + [getattr(model, "optimizer", None)] if o is not None and not isinstance(o, str)]
+    todo = list(getattr(model, "metrics", None) or [])
+    while todo:
+        m = todo.pop()
+        out.append(m)
+        inner = getattr(m, "metrics", None) if type(m).__name__ == "CompileMetrics" else None
+        todo.extend(inner or [])
+    return out
+
+
 _REGULARIZER, _DTYPE = re.compile(r".*_regularizer\Z"), re.compile(r"dtype\Z")
 
 
@@ -203,8 +245,10 @@ def _without(key: re.Pattern, value):
 
 
 def _halved(name: str, attr: str):
-    """A config edit: the layer called `name` (wherever the config holds it) with half its `attr`."""
+    """A config edit: the layer called `name` (wherever the config holds it) with half its `attr`,
+    and no layer's saved build shapes, so the layers after it are built for its new width."""
     def halve(d: dict) -> dict:
+        d = {k: v for k, v in d.items() if k != "build_config"}
         return {**d, attr: max(d[attr] // 2, 1)} if d.get("name") == name and isinstance(d.get(attr), int) else d
     return lambda config: _mapped(config, halve)
 

@@ -132,7 +132,10 @@ def _describe(ctx: Context, o: _Owner, share: float) -> tuple[str, str, list, st
         top = o.rows[0].what.split(", ")[0] if o.rows[0].what else "its ops"
         backward = sum(p.compute_ps for p in o.rows if p.phase == "backward") / max(o.compute_ps, 1)
         phase = f", {backward:.0%} of it the backward pass" if backward >= 0.5 else ""
-        fix = layer_fix(o.name, cls, params if isinstance(params, int) else -1, _category_of(ctx, o.name), top)
+        fix = layer_fix(o.name, cls, params if isinstance(params, int) else -1, _category_of(ctx, o.name), top,
+                        o.name in program.outputs)
+        if o.name in program.outputs:
+            facts.append(fact("makes the model's output"))
         return f"{head}: {share:.0%} of each step in its ops{phase}", fix, facts, "layer"
     if o.kind == "optimizer":
         facts = []

@@ -250,6 +250,9 @@ _FIXES = {
                       "before it; on a GPU or TPU, mixed precision."),
         "dense": ("Layer {name} is where the model's compute goes (its top op: {top}): fewer units, a narrower input "
                   "(pool or project before it), or on a GPU or TPU, mixed precision."),
+        "output": ("Layer {name} makes the model's output (its top op: {top}): its width is what the model "
+                   "predicts, so what it costs is set by what it gets: a narrower layer before it (fewer units or "
+                   "filters, or pool before it), or on a GPU or TPU, mixed precision."),
         "weightless": ("Layer {name} has no weights (its top op: {top}): what it costs scales with the tensor it "
                        "gets, so make that smaller (downsample or pool earlier, fewer channels in the layer before "
                        "it), or drop it where the model does without it."),
@@ -502,10 +505,14 @@ _LAYER_KINDS = {"separable": ("SeparableConv1D", "SeparableConv2D", "DepthwiseCo
                 "embedding": ("Embedding",), "flatten": ("Flatten",)}
 
 
-def layer_fix(name: str, cls: str, params: int, category: str, top: str) -> str:
+def layer_fix(name: str, cls: str, params: int, category: str, top: str, output: bool = False) -> str:
     """The fix of a layer that holds much of the step, by what the layer is: a class's own levers,
-    and for a layer without weights (pooling, reshaping, activation) the size of its input."""
+    for a layer without weights (pooling, reshaping, activation) the size of its input, and for a
+    dense or convolution layer that makes the model's output (its width is the task's) the layer
+    before it."""
     kind = next((k for k, classes in _LAYER_KINDS.items() if cls in classes), "")
+    if output and kind in ("conv", "dense"):
+        kind = "output"
     if not kind and params == 0:
         kind = "weightless"
     if not kind and not cls:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.base import fact, run_floor
+from tftrace.analysis.findings.contention import freed
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.roofline_price import priced
 from tftrace.analysis.owners.how_run import how_run
@@ -29,7 +30,7 @@ def projected(ctx: Context, o, kind: str, facts: list, of_model: float) -> proje
         return _paced_projection(ctx, _penalty_to_decay(ctx, o))
     if kind in _REMOVED or (o.kind == "step" and not ctx.xla and any(e.layer for e in ctx.table)
                             and not _model_like(ctx)):
-        return _paced_projection(ctx, projection.removed(ctx, o.wall_ps * ctx.n, f"{_words(o)}'s ops and their dispatch"))
+        return _paced_projection(ctx, _removed_with_cores(ctx, o, facts))
     if kind == "while_loop":
         return _paced_projection(ctx, _vectorised(ctx, o))
     if kind == "precision":
@@ -63,6 +64,30 @@ def projected(ctx: Context, o, kind: str, facts: list, of_model: float) -> proje
     return projection.unknown(ctx, f"{_words(o)}'s ops are the model's own arithmetic: the trace cannot say what they "
                                    "should cost without their FLOPs and the device's peak; the fix changes the model, "
                                    "so time it (TraceCallback(confirm=True), or the changed model against this one)")
+
+
+def _removed_with_cores(ctx: Context, o, facts: list) -> projection.Projection:
+    """The owner's ops and their dispatch go, and with them the time the ops beside them lost
+    sharing the cores (contention.py): those ops at the pace they kept in their fastest run.
+    Where its ops ran beside others they also hid those ops' dispatch (a wait shows only where no
+    op runs, and goes to the op that opens the next run), so the dispatch it takes is its op
+    runs' part of all the owners' dispatch, at most what it was given."""
+    got = freed(ctx, o.kind, o.name)
+    if got.ps < MIN_FREED * o.wall_ps * ctx.n:
+        return projection.removed(ctx, o.wall_ps * ctx.n, f"{_words(o)}'s ops and their dispatch")
+    rows = [r for r in ctx.owners.rows if r.kind in OP_OWNERS]
+    runs = sum(r.runs for r in rows)
+    mine = sum(r.runs for r in o.rows)
+    dispatch = min(o.wall_ps - o.compute_ps,
+                   sum(r.per_step_ps - r.compute_ps for r in rows) * mine / runs if runs else 0.0)
+    facts.append(fact("ops slowed beside it", f"{got.stretched / ctx.n:.0f} runs a step of other owners' ops ran beside its ops "
+                                              f"{got.slowdown:.1f}x slower than the same ops' fastest run"))
+    return projection.removed(ctx, (o.compute_ps + dispatch) * ctx.n + got.ps,
+                              f"{_words(o)}'s ops, their runs' part of the host's dispatch, and the time the ops "
+                              f"beside them lost sharing the cores ({got.ps / ctx.n / 1e9:.3g} ms per step)")
+
+
+MIN_FREED = 0.05  # of the owner's own time: less is the scheduler's noise, not cores it held
 
 
 def _model_like(ctx: Context) -> bool:

@@ -22,6 +22,7 @@ class Program:
     dtype_policy: str = ""  # the global policy
     layer_classes: dict = field(default_factory=dict)  # layer -> class
     layer_policies: dict = field(default_factory=dict)  # layer -> its dtype policy, where not the global one
+    outputs: tuple = ()  # the layers whose outputs are the model's (their width is what it predicts)
     layer_config: dict = field(default_factory=dict)  # layer -> what of its config decides cost ("data_format=...")
     callbacks: tuple[str, ...] = ()
     steps_per_execution: int | None = None
@@ -42,11 +43,12 @@ def program_of(sidecar: dict) -> Program:
     layers = sidecar.get("layers") or []
     classes = {x.get("name", ""): x.get("class", "") for x in layers if isinstance(x, dict)}
     policy = str(sidecar.get("dtype_policy") or "")
+    outputs = tuple(x.get("name", "") for x in layers if isinstance(x, dict) and x.get("output"))
     policies = {x["name"]: x["dtype_policy"] for x in layers if isinstance(x, dict) and x.get("dtype_policy")
                 and x.get("dtype_policy") != policy and x.get("name")}
     data = sidecar.get("program")
     if not isinstance(data, dict):
-        return Program(layer_classes=classes, layer_policies=policies, dtype_policy=policy)
+        return Program(layer_classes=classes, layer_policies=policies, dtype_policy=policy, outputs=outputs)
     opt = data.get("optimizer") or {}
     metrics = [m for m in data.get("metrics") or [] if isinstance(m, dict)]
     return Program(
@@ -55,7 +57,7 @@ def program_of(sidecar: dict) -> Program:
         regularized=tuple(_weights(data, "regularizer")), constrained=tuple(_weights(data, "constraint")),
         optimizer=str(opt.get("class") or ""), optimizer_extras=tuple(str(x) for x in opt.get("extras") or ()),
         trainable_weights=int(data.get("trainable_weights", -1)), dtype_policy=policy, layer_classes=classes,
-        layer_policies=policies, layer_config={k: str(v) for k, v in (data.get("layer_config") or {}).items()},
+        layer_policies=policies, outputs=outputs, layer_config={k: str(v) for k, v in (data.get("layer_config") or {}).items()},
         callbacks=tuple(str(c) for c in data.get("callbacks") or ()),
         steps_per_execution=data.get("steps_per_execution"), jit_compile=str(data.get("jit_compile", "")),
         run_eagerly=data.get("run_eagerly"), input=str(data.get("input") or ""),
