@@ -11,6 +11,7 @@ import numpy as np
 
 from tftrace.analysis.findings.context import Context
 
+
 @dataclass(frozen=True)
 class Freed:
     ps: float  # over the window: the wall time of other owners' ops their stretched runs held
@@ -30,38 +31,49 @@ def freed(ctx: Context, kind: str, name: str) -> Freed:
     if not ctx.on_cpu or not cols or not len(ow.op_rows):
         return Freed(0.0, 0, 1.0)
     ev = ctx.trace.events
-    start, dur = ev["start_ps"][ow.op_rows], ev["dur_ps"][ow.op_rows]
-    own = np.asarray(ow.op_cols)
+    rows, own = ow.op_rows, np.asarray(ow.op_cols)
+    start, end = ev["start_ps"][rows], ev["start_ps"][rows] + ev["dur_ps"][rows]
     mine = np.isin(own, cols)
     if not mine.any() or mine.all():
         return Freed(0.0, 0, 1.0)
-    beside = _covered(start[mine], start[mine] + dur[mine], start[~mine], start[~mine] + dur[~mine])
-    names, self_ps = ev["name"][ow.op_rows][~mine], ev["self_ps"][ow.op_rows][~mine].astype(np.float64)
-    fastest = _fastest(names, self_ps)
+    m_start, m_end = _merged(start[mine], end[mine])
+    others = np.flatnonzero(~mine)
+    # Only the runs that meet the owner's intervals can have lost cores to them: found with one
+    # search (the last interval starting before a run ends meets it iff it ends after the run starts).
+    i = np.searchsorted(m_start, end[others], side="left") - 1
+    others = others[(i >= 0) & (m_end[np.maximum(i, 0)] > start[others])]
+    if not len(others):
+        return Freed(0.0, 0, 1.0)
+    beside = _covered(m_start, m_end, start[others], end[others])
+    names = ev["name"][rows]
+    self_ps = ev["self_ps"][rows[others]].astype(np.float64)
+    fastest = _fastest(names[others], names[~mine], ev["self_ps"][rows[~mine]])
     stretch = np.clip(np.minimum(self_ps - fastest, beside), 0, None)
-    held = float(ev["self_ps"][ow.op_rows][mine].sum())
-    wall = min(_as_wall(ctx, start[~mine], own[~mine], stretch, cols), _as_wall(ctx, start[mine], own[mine],
-                                                                                   ev["self_ps"][ow.op_rows][mine], []))
+    held = ev["self_ps"][rows[mine]].astype(np.float64)
+    wall = min(_as_wall(ctx, start[others], own[others], stretch, cols), _as_wall(ctx, start[mine], own[mine], held, []))
     slowed = stretch > 0
-    return Freed(wall if held else 0.0, int(slowed.sum()),
-                 float(self_ps[slowed].sum() / max(fastest[slowed].sum(), 1.0)))
+    return Freed(wall, int(slowed.sum()), float(self_ps[slowed].sum() / max(fastest[slowed].sum(), 1.0)))
 
 
-def _fastest(names: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Per row: the smallest value of its name's rows."""
+def _fastest(names: np.ndarray, all_names: np.ndarray, all_values: np.ndarray) -> np.ndarray:
+    """Per name in `names`: the smallest of its rows' values among all rows (`all_names`)."""
     uniq, inverse = np.unique(names, return_inverse=True)
+    pick = np.isin(all_names, uniq)
     low = np.full(len(uniq), np.inf)
-    np.minimum.at(low, inverse.reshape(-1), values)
+    np.minimum.at(low, np.searchsorted(uniq, all_names[pick]), all_values[pick].astype(np.float64))
     return low[inverse.reshape(-1)]
 
 
-def _covered(a_start, a_end, b_start, b_end) -> np.ndarray:
-    """For each interval of b: how much of it the union of a's intervals covers."""
-    order = np.argsort(a_start, kind="stable")
-    s, e = a_start[order], np.maximum.accumulate(a_end[order])
-    new = np.r_[True, s[1:] > e[:-1]]  # a merged interval starts where the last one ended before it
-    first = np.flatnonzero(new)
-    m_start, m_end = s[first], e[np.r_[first[1:] - 1, len(s) - 1]]
+def _merged(starts, ends) -> tuple[np.ndarray, np.ndarray]:
+    """The union of intervals as sorted, disjoint intervals."""
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], np.maximum.accumulate(ends[order])
+    first = np.flatnonzero(np.r_[True, s[1:] > e[:-1]])  # an interval starts a new one past the last's end
+    return s[first], e[np.r_[first[1:] - 1, len(s) - 1]]
+
+
+def _covered(m_start, m_end, b_start, b_end) -> np.ndarray:
+    """For each interval of b: how much of it the merged intervals cover."""
     before = np.r_[0, np.cumsum(m_end - m_start)]
 
     def cover(t):

@@ -31,9 +31,18 @@ class HowRun:
     share: float = 1.0  # of the layer's op time, the ops the pattern is: what its fix removes
 
 
+def _by_layer(ctx) -> dict[str, list]:
+    """The op table's entries (input stages left out) by their layer: asked once per layer."""
+    out: dict[str, list] = {}
+    for e in ctx.table:
+        if e.layer and e.category != "input":
+            out.setdefault(e.layer, []).append(e)
+    return out
+
+
 def how_run(ctx, layer: str) -> HowRun | None:
     """What about how a layer runs costs it the most, if anything does."""
-    entries = [e for e in ctx.table if e.layer == layer and e.category != "input"]
+    entries = ctx.once(_by_layer).get(layer, ())
     total = sum(e.self_ps for e in entries)
     if total <= 0:
         return None
