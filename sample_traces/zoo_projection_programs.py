@@ -250,6 +250,52 @@ def prog_pairwise_metric():
             "fix": "no pairwise metric in fit (computed in evaluate)", "confirm": True}
 
 
+def prog_metric_beside_convs():
+    """A small CNN that predicts a 64-d embedding, with a custom metric comparing every pair of the
+    batch's embeddings (their L1 distances, for predictions and targets): unlike pairwise_metric's
+    small layers, here the metric's ops and heavy convolutions' run side by side and share the
+    cores. The fix: compile without it (compute it in evaluate)."""
+    tf, keras = zoo._tf(), zoo._keras()
+    batch = 512
+    x = rng.random((batch * 12, 32, 32, 3), dtype=np.float32)
+    y = rng.random((batch * 12, 64), dtype=np.float32)
+
+    class PairAgreement(keras.metrics.Metric):
+        def __init__(self, name="pair_agreement", **kw):
+            super().__init__(name=name, **kw)
+            self.total = self.add_variable((), initializer="zeros", name="total")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            def distances(a):
+                a = tf.math.l2_normalize(a, axis=-1)
+                return tf.reduce_sum(tf.abs(a[:, None, :] - a[None, :, :]), axis=-1)
+            self.total.assign_add(tf.reduce_mean(tf.abs(distances(y_true) - distances(y_pred))))
+
+        def result(self):
+            return self.total
+
+    def model(metric):
+        m = keras.Sequential([keras.Input((32, 32, 3)), keras.layers.Conv2D(32, 3, activation="relu", name="conv_1"),
+                              keras.layers.MaxPooling2D(name="pool"),
+                              keras.layers.Conv2D(64, 3, activation="relu", name="conv_2"),
+                              keras.layers.GlobalAveragePooling2D(name="gap"), keras.layers.Dense(64, name="embed")],
+                             name="embed_cnn")
+        m.compile("adam", "mse", metrics=[PairAgreement()] if metric else [])
+        return m
+
+    slow, fixed = model(True), model(False)
+    for m in (slow, fixed):
+        zoo.fit_ms_per_step(m, x, y, batch, 3)
+
+    def capture(logdir):
+        slow.fit(x, y, batch_size=batch, epochs=1, steps_per_epoch=9, verbose=0, callbacks=[_trace_callback(logdir)])
+
+    return {"slow": lambda: zoo.fit_ms_per_step(slow, x, y, batch, 6),
+            "fixed": lambda: zoo.fit_ms_per_step(fixed, x, y, batch, 10), "capture": capture,
+            "how": "TraceCallback", "bound": "compute", "causes": ["metric"], "names": ["pair_agreement"],
+            "fix": "no pairwise metric in fit (computed in evaluate)"}
+
+
 def prog_float16_cpu():
     """keras.mixed_precision.set_global_policy('mixed_float16') on a CPU (Keras' mixed-precision
     guide: it speeds up GPUs and TPUs; a CPU has no fast float16 kernels): every convolution of a
@@ -400,6 +446,7 @@ def prog_serial_map():
 
 PROGRAMS = {"map_per_element": prog_map_per_element, "fit_per_batch": prog_fit_per_batch,
             "augment_layers": prog_augment_layers, "per_sample_loop": prog_per_sample_loop,
-            "pairwise_metric": prog_pairwise_metric, "float16_cpu": prog_float16_cpu,
+            "pairwise_metric": prog_pairwise_metric, "metric_beside_convs": prog_metric_beside_convs,
+            "float16_cpu": prog_float16_cpu,
             "run_eagerly_fit": prog_run_eagerly_fit, "checkpoint_every_n": prog_checkpoint_every_n,
             "serial_map": prog_serial_map}

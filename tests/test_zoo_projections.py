@@ -20,7 +20,8 @@ from tftrace import analyze
 SET = "projections"
 ROOTS = ("zoo", "jax_zoo")
 PROGRAMS = ("map_per_element", "fit_per_batch", "augment_layers", "per_sample_loop", "numpy_callback",
-            "pairwise_metric", "float16_cpu", "run_eagerly_fit", "checkpoint_every_n", "serial_map")
+            "pairwise_metric", "metric_beside_convs", "float16_cpu", "run_eagerly_fit", "checkpoint_every_n",
+            "serial_map")
 # A fix timed to save under a tenth of the step (fixed / slow above this) does not pay on this
 # machine: its cause is not one to name, and a finding that words it must not promise more than that.
 PAYS = 0.9

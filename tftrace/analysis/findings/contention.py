@@ -1,7 +1,8 @@
 """Ops slowed by the ops beside them: on a CPU, ops that run at once share its cores (TensorFlow
 runs independent ops on several threads, each spreading its work over the same intra-op pool), so
-an op that ran beside a heavy owner's ops can take many times what the same op takes in a run
-with none of them beside it. Removing that owner gives those ops their cores back."""
+an op that ran beside a heavy owner's ops can take many times what the same op takes in its
+fastest run. Each op's time as it ran then says little of its work: an owner's part of the step
+is better read from every op's work at its own pace."""
 
 from __future__ import annotations
 
@@ -13,55 +14,84 @@ from tftrace.analysis.findings.context import Context
 
 
 @dataclass(frozen=True)
-class Freed:
-    ps: float  # over the window: the wall time of other owners' ops their stretched runs held
-    stretched: int  # runs of other owners' ops beside the owner's, each slower than its runs alone
-    slowdown: float  # those runs' time over what the same ops took alone
+class Beside:
+    """An owner's ops and the other owners' op runs beside them, over the window."""
+
+    span_ps: float = 0.0  # the wall time the owner's ops ran (their intervals merged)
+    beside_ps: float = 0.0  # the other owners' run time inside that span
+    runs: int = 0  # the other owners' runs beside the owner's ops
+    slowdown: float = 1.0  # those runs' time over their ops' fastest runs
 
 
-def freed(ctx: Context, kind: str, name: str) -> Freed:
-    """What removing owner (`kind`, `name`)'s ops frees of the other owners' op time: each run
-    of another owner's op beside them, less the same op's fastest run in the window (a graph runs
-    an op on the same shapes every step: its fastest run is its work, the rest of a run beside
-    the owner's ops waited for cores), at most the part of the run beside them; in all, no more
-    than the owner's own op time (an op cannot delay another longer than it holds the cores); as
-    the owners table shares each step's op wall time among its ops."""
+@dataclass(frozen=True)
+class _Runs:
+    """The owners table's op runs, gathered once for every owner asked about."""
+
+    start: np.ndarray
+    end: np.ndarray
+    names: np.ndarray
+    self_ps: np.ndarray
+    pace: np.ndarray  # per run: its op's fastest run in the window
+    step: np.ndarray  # per run: its iteration
+    paced_total: np.ndarray  # per iteration: its runs' paced time
+
+
+def _runs(ctx: Context) -> _Runs:
+    ow, ev, tl = ctx.owners, ctx.trace.events, ctx.tl
+    rows = ow.op_rows
+    start = ev["start_ps"][rows]
+    names, self_ps = ev["name"][rows], ev["self_ps"][rows].astype(np.float64)
+    # The fastest run of each op, in a table by name code: a trace has thousands of names, not millions.
+    low = np.full(len(ctx.trace.names) + 1, np.inf)
+    np.minimum.at(low, names, self_ps)
+    pace = low[names]
+    step, n = ow.op_steps, len(tl.dur)  # every counted run lies in an iteration
+    return _Runs(start, start + ev["dur_ps"][rows], names, self_ps, pace, step,
+                 np.bincount(step, pace, minlength=n)[:n])
+
+
+def _mine(ctx: Context, kind: str, name: str) -> np.ndarray:
+    """Per op run: is it owner (`kind`, `name`)'s?"""
     ow = ctx.owners
-    cols = [i for i, k in enumerate(ow.keys) if k.kind == kind and k.name == name]
-    if not ctx.on_cpu or not cols or not len(ow.op_rows):
-        return Freed(0.0, 0, 1.0)
-    ev = ctx.trace.events
-    rows, own = ow.op_rows, np.asarray(ow.op_cols)
-    start, end = ev["start_ps"][rows], ev["start_ps"][rows] + ev["dur_ps"][rows]
-    mine = np.isin(own, cols)
+    mask = np.zeros(len(ow.keys) + 1, bool)
+    mask[[i for i, k in enumerate(ow.keys) if k.kind == kind and k.name == name]] = True
+    return mask[np.asarray(ow.op_cols)]
+
+
+def beside(ctx: Context, kind: str, name: str) -> Beside:
+    """Owner (`kind`, `name`)'s ops on a CPU and the other owners' runs beside them."""
+    if not ctx.on_cpu or not len(ctx.owners.op_rows):
+        return Beside()
+    mine = _mine(ctx, kind, name)
     if not mine.any() or mine.all():
-        return Freed(0.0, 0, 1.0)
-    m_start, m_end = _merged(start[mine], end[mine])
+        return Beside()
+    r = ctx.once(_runs)
+    m_start, m_end = _merged(r.start[mine], r.end[mine])
+    span = float((m_end - m_start).sum())
     others = np.flatnonzero(~mine)
-    # Only the runs that meet the owner's intervals can have lost cores to them: found with one
-    # search (the last interval starting before a run ends meets it iff it ends after the run starts).
-    i = np.searchsorted(m_start, end[others], side="left") - 1
-    others = others[(i >= 0) & (m_end[np.maximum(i, 0)] > start[others])]
-    if not len(others):
-        return Freed(0.0, 0, 1.0)
-    beside = _covered(m_start, m_end, start[others], end[others])
-    names = ev["name"][rows]
-    self_ps = ev["self_ps"][rows[others]].astype(np.float64)
-    fastest = _fastest(names[others], names[~mine], ev["self_ps"][rows[~mine]])
-    stretch = np.clip(np.minimum(self_ps - fastest, beside), 0, None)
-    held = ev["self_ps"][rows[mine]].astype(np.float64)
-    wall = min(_as_wall(ctx, start[others], own[others], stretch, cols), _as_wall(ctx, start[mine], own[mine], held, []))
-    slowed = stretch > 0
-    return Freed(wall, int(slowed.sum()), float(self_ps[slowed].sum() / max(fastest[slowed].sum(), 1.0)))
+    # Only the runs that meet the owner's intervals: found with one search (the last interval
+    # starting before a run ends meets it iff it ends after the run starts).
+    i = np.searchsorted(m_start, r.end[others], side="left") - 1
+    hit = others[(i >= 0) & (m_end[np.maximum(i, 0)] > r.start[others])]
+    if not len(hit):
+        return Beside(span)
+    covered = _covered(m_start, m_end, r.start[hit], r.end[hit])
+    return Beside(span, float(covered.sum()), len(hit), float(r.self_ps[hit].sum() / max(r.pace[hit].sum(), 1.0)))
 
 
-def _fastest(names: np.ndarray, all_names: np.ndarray, all_values: np.ndarray) -> np.ndarray:
-    """Per name in `names`: the smallest of its rows' values among all rows (`all_names`)."""
-    uniq, inverse = np.unique(names, return_inverse=True)
-    pick = np.isin(all_names, uniq)
-    low = np.full(len(uniq), np.inf)
-    np.minimum.at(low, np.searchsorted(uniq, all_names[pick]), all_values[pick].astype(np.float64))
-    return low[inverse.reshape(-1)]
+def paced_wall(ctx: Context, kind: str, name: str) -> float:
+    """Owner (`kind`, `name`)'s part of each step's op wall time over the window, that wall shared
+    among the step's ops by their work at their own pace (each run at its op's fastest run; a
+    graph runs an op on the same shapes every step), not by their time as they ran: ops that ran
+    at once shared the cores and each took longer, so their times overstate the work of small ops
+    that queued beside a heavy one and understate the heavy one's."""
+    if not len(ctx.owners.op_rows):
+        return 0.0
+    r, tl = ctx.once(_runs), ctx.tl
+    mine = _mine(ctx, kind, name)
+    own = np.bincount(r.step[mine], r.pace[mine], minlength=len(tl.dur))[:len(tl.dur)]
+    has = r.paced_total > 0
+    return float((tl.compute[has] * own[has] / r.paced_total[has]).sum())
 
 
 def _merged(starts, ends) -> tuple[np.ndarray, np.ndarray]:
@@ -82,19 +112,3 @@ def _covered(m_start, m_end, b_start, b_end) -> np.ndarray:
         return np.where(i >= 0, before[np.maximum(i, 0)] + inside, 0)
 
     return (cover(b_end) - cover(b_start)).astype(np.float64)
-
-
-def _as_wall(ctx: Context, start, own, stretch, cols) -> float:
-    """Stretch (op self time) in wall time: each step's op wall time goes to its ops by their own
-    time (owners table), so the stretch of a step takes that step's share of its op wall time."""
-    tl, op_ps = ctx.tl, ctx.owners.op_ps
-    it = np.searchsorted(tl.start, start, side="right") - 1
-    ok = (it >= 0) & (it < len(tl.dur))
-    per = np.zeros((len(tl.dur), op_ps.shape[1]))
-    np.add.at(per, (it[ok], own[ok]), stretch[ok])
-    per = np.minimum(per, op_ps)  # no owner frees more than its ops' time
-    if cols:
-        per[:, cols] = 0
-    total = op_ps.sum(axis=1)
-    has = total > 0
-    return float((tl.compute[has] * per[has].sum(axis=1) / total[has]).sum())

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tftrace.analysis.findings import projection
 from tftrace.analysis.findings.base import fact, run_floor
-from tftrace.analysis.findings.contention import freed
+from tftrace.analysis.findings.contention import beside, paced_wall
 from tftrace.analysis.findings.context import Context
 from tftrace.analysis.findings.roofline_price import priced
 from tftrace.analysis.owners.how_run import how_run
@@ -67,27 +67,29 @@ def projected(ctx: Context, o, kind: str, facts: list, of_model: float) -> proje
 
 
 def _removed_with_cores(ctx: Context, o, facts: list) -> projection.Projection:
-    """The owner's ops and their dispatch go, and with them the time the ops beside them lost
-    sharing the cores (contention.py): those ops at the pace they kept in their fastest run.
-    Where its ops ran beside others they also hid those ops' dispatch (a wait shows only where no
-    op runs, and goes to the op that opens the next run), so the dispatch it takes is its op
+    """The owner's ops and their dispatch go. Where other owners' ops ran beside its ops, they
+    shared the cores and the owners table's split of the step's op time by each op's time as it
+    ran says little of what goes: the owner takes its part of that time by each op's work at its
+    own pace (contention.py). Its ops then also hid those ops' dispatch (a wait shows only where
+    no op runs, and goes to the op that opens the next run), so the dispatch it takes is its op
     runs' part of all the owners' dispatch, at most what it was given."""
-    got = freed(ctx, o.kind, o.name)
-    if got.ps < MIN_FREED * o.wall_ps * ctx.n:
+    got = beside(ctx, o.kind, o.name)
+    if got.beside_ps < MIN_BESIDE * got.span_ps or not got.span_ps:
         return projection.removed(ctx, o.wall_ps * ctx.n, f"{_words(o)}'s ops and their dispatch")
     rows = [r for r in ctx.owners.rows if r.kind in OP_OWNERS]
     runs = sum(r.runs for r in rows)
     mine = sum(r.runs for r in o.rows)
     dispatch = min(o.wall_ps - o.compute_ps,
                    sum(r.per_step_ps - r.compute_ps for r in rows) * mine / runs if runs else 0.0)
-    facts.append(fact("ops slowed beside it", f"{got.stretched / ctx.n:.0f} runs a step of other owners' ops ran beside its ops "
-                                              f"{got.slowdown:.1f}x slower than the same ops' fastest run"))
-    return projection.removed(ctx, (o.compute_ps + dispatch) * ctx.n + got.ps,
-                              f"{_words(o)}'s ops, their runs' part of the host's dispatch, and the time the ops "
-                              f"beside them lost sharing the cores ({got.ps / ctx.n / 1e9:.3g} ms per step)")
+    facts.append(fact("ops beside it", f"{got.runs / ctx.n:.0f} runs a step of other owners' ops ran beside its ops, "
+                                       f"{got.slowdown:.1f}x their own pace"))
+    work = paced_wall(ctx, o.kind, o.name)
+    return projection.removed(ctx, work + dispatch * ctx.n,
+                              f"its part of the step's op time, shared by the work each op does at its own pace "
+                              f"({work / ctx.n / 1e9:.3g} ms per step), and its op runs' part of the host's dispatch")
 
 
-MIN_FREED = 0.05  # of the owner's own time: less is the scheduler's noise, not cores it held
+MIN_BESIDE = 0.05  # of the span its ops ran: less beside them is a few stray runs, not cores shared
 
 
 def _model_like(ctx: Context) -> bool:

@@ -56,6 +56,7 @@ class Owners:
     # owner column: what asks which ops ran beside which (findings/contention.py) reads them.
     op_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     op_cols: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    op_steps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # each one's iteration
 
     def row(self, kind: str, name: str | None = None) -> OwnerRow | None:
         return next((r for r in self.rows if r.kind == kind and (name is None or r.name == name)), None)
@@ -68,7 +69,7 @@ def owner_table(ctx) -> Owners:
     if not n or tl.wall_ps <= 0:
         return Owners(program=program)
     key = _Keys()
-    op_ps, runs, dispatched, types, op_rows, op_cols = _op_matrix(ctx, program, key)
+    op_ps, runs, dispatched, types, op_rows, op_cols, op_steps = _op_matrix(ctx, program, key)
     parts = _iteration_parts(tl)
     claims = host_claims(ctx, key, parts)
     width = len(key)
@@ -92,7 +93,7 @@ def owner_table(ctx) -> Owners:
         for k, (_per, calls) in table.items():
             runs[:, k] += calls
     return Owners(_rows(key.keys, wall, op_ps, runs, by_part, types, claims, tl.wall_ps), tuple(key.keys),
-                  np.round(wall).astype(np.int64), op_ps, runs, program, op_rows, op_cols)
+                  np.round(wall).astype(np.int64), op_ps, runs, program, op_rows, op_cols, op_steps)
 
 
 def _outside_scopes(op) -> bool:
@@ -126,8 +127,8 @@ def _iteration_parts(tl) -> dict[str, np.ndarray]:
 
 def _op_matrix(ctx, program: Program, key):
     """Per iteration and owner: the main side's op self time and op runs, and runs of ops the
-    host dispatches one by one; the op types behind each owner; the op events counted and their
-    owners' columns."""
+    host dispatches one by one; the op types behind each owner; the op events counted, their
+    owners' columns and their iterations."""
     trace, tl = ctx.trace, ctx.tl
     n = len(tl.dur)
     device = tl.device_busy is not None
@@ -176,7 +177,7 @@ def _op_matrix(ctx, program: Program, key):
         for p, v in zip(pair.tolist(), ps.tolist()):
             if v > 0:
                 types.setdefault(p // len(owner), Counter())[trace.ops[p % len(owner)].type] += int(v)
-    return op_ps, runs, disp, types, rows, own
+    return op_ps, runs, disp, types, rows, own, it
 
 
 def _relabelled(own, lab, names, labels, atts, program: Program, unscoped: Unscoped, key, trace) -> np.ndarray:
