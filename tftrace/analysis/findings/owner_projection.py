@@ -73,8 +73,8 @@ def _removed_with_cores(ctx: Context, o, facts: list) -> projection.Projection:
     own pace (contention.py). Its ops then also hid those ops' dispatch (a wait shows only where
     no op runs, and goes to the op that opens the next run), so the dispatch it takes is its op
     runs' part of all the owners' dispatch, at most what it was given."""
-    got = beside(ctx, o.kind, o.name)
-    if got.beside_ps < MIN_BESIDE * got.span_ps or not got.span_ps:
+    got = beside(ctx, o.kind, o.name) if o.wall_ps >= MIN_HELD * ctx.per_step_ps else None
+    if got is None or got.beside_ps < MIN_BESIDE * got.span_ps or not got.span_ps:
         return projection.removed(ctx, o.wall_ps * ctx.n, f"{_words(o)}'s ops and their dispatch")
     rows = [r for r in ctx.owners.rows if r.kind in OP_OWNERS]
     runs = sum(r.runs for r in rows)
@@ -90,6 +90,9 @@ def _removed_with_cores(ctx: Context, o, facts: list) -> projection.Projection:
 
 
 MIN_BESIDE = 0.05  # of the span its ops ran: less beside them is a few stray runs, not cores shared
+# Of the step: an owner holding less held the cores too briefly for how its time is split to move
+# its figure by more than the run's noise.
+MIN_HELD = 0.1
 
 
 def _model_like(ctx: Context) -> bool:

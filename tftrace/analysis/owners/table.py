@@ -171,9 +171,15 @@ def _op_matrix(ctx, program: Program, key):
         for code in np.flatnonzero(per_name).tolist():
             if owner[code] >= 0:
                 types.setdefault(int(owner[code]), Counter())[trace.ops[code].type] += int(per_name[code])
-    else:  # relabelled events: by (owner, name) pairs
-        pair, inverse = np.unique(own * len(owner) + names, return_inverse=True)
-        ps = np.bincount(inverse.reshape(-1), self_ps, minlength=len(pair))
+    else:  # relabelled events: by (owner, name) pairs, in a table of every pair where it is small
+        cells = own.astype(np.int64) * len(owner) + names
+        if width * len(owner) <= _NAME_CELLS:
+            ps = np.bincount(cells, self_ps, minlength=width * len(owner))
+            pair = np.flatnonzero(ps)
+            ps = ps[pair]
+        else:
+            pair, inverse = np.unique(cells, return_inverse=True)
+            ps = np.bincount(inverse.reshape(-1), self_ps, minlength=len(pair))
         for p, v in zip(pair.tolist(), ps.tolist()):
             if v > 0:
                 types.setdefault(p // len(owner), Counter())[trace.ops[p % len(owner)].type] += int(v)
