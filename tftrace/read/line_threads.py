@@ -37,16 +37,17 @@ def decoded_lines(wf: wire.WireFile, lines: list, clock: dict, slots=None, drop=
         for p in todo:
             yield p, decode_line(wire.value(wf, p), base, slots, drop)
         return
-    with ThreadPoolExecutor(AHEAD, thread_name_prefix="tftrace-read") as pool:
-        pending: deque = deque()
+    pool = ThreadPoolExecutor(AHEAD, thread_name_prefix="tftrace-read")
+    pending: deque = deque()
 
-        def more() -> None:
-            while len(pending) < AHEAD:
-                p = next(todo, None)
-                if p is None:
-                    return
-                pending.append((p, pool.submit(decode_line, wire.value(wf, p), base, slots, drop)))
+    def more() -> None:
+        while len(pending) < AHEAD:
+            p = next(todo, None)
+            if p is None:
+                return
+            pending.append((p, pool.submit(decode_line, wire.value(wf, p), base, slots, drop)))
 
+    try:
         more()
         if first is not None:
             yield first
@@ -56,6 +57,11 @@ def decoded_lines(wf: wire.WireFile, lines: list, clock: dict, slots=None, drop=
             line = future.result()
             more()
             yield p, line
+    finally:
+        # Never a join here: a stream closed early may be closed by the garbage collector, at
+        # whatever point a collection runs (inside threading's locks, where a join deadlocks).
+        # The workers hold only their lines' bytes, and leave once the queue says so.
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 __all__ = ["Line", "decoded_lines"]

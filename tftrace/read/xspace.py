@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 
@@ -138,7 +139,14 @@ def _read_plane(wf: WireFile, parts: list[Field], name: str, host: str, builder:
     if not lines:
         return
     names = _PlaneNames(builder, head, host)
-    stream = decoded_lines(wf, lines, clock, names.slot_table(), names.bookkeeping)
+    # Closed here, whatever happens: a bad line raises mid-plane, and a stream left to the garbage
+    # collector would stop its decoding threads wherever a collection runs (inside threading's own
+    # locks, where it deadlocks).
+    with contextlib.closing(decoded_lines(wf, lines, clock, names.slot_table(), names.bookkeeping)) as stream:
+        _read_lines(stream, wf, head, host, builder, names, modules, progress)
+
+
+def _read_lines(stream, wf: WireFile, head, host: str, builder: TraceBuilder, names, modules: dict, progress) -> None:
     first = next(stream, None)  # the next lines decode meanwhile
     names.fill()
     # XLA:CPU runs some of a module's thunks on the thread that called it (Python's): on a plane
