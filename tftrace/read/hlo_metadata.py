@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 from tftrace.model.cost import ModuleCost
@@ -57,13 +58,33 @@ _PROGRAM = re.compile(r"\((\d+)\)\Z")  # `jit_train_step(24)`: the module's prog
 @dataclass(frozen=True)
 class Module:
     """One compiled XLA module: its name and, per instruction of its entry computation, the
-    framework's scope path ("" where the HLO has none)."""
+    framework's scope path ("" where the HLO has none) and the Python that made it. Those two are
+    read from the file on first use, while it is open: a trace's metadata holds every module
+    compiled, most never seen running in the window."""
 
     name: str
     program_id: int
-    sources: dict = field(default_factory=dict)  # instruction name -> op_name
-    code: dict = field(default_factory=dict)  # instruction name -> the Python stack that made it (Frames.text)
     proto: Field | None = None  # where its HloModuleProto lies in the file: costed (module_cost_of) once seen to run
+    wf: WireFile | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def _read(self) -> tuple[dict, dict]:
+        if self.proto is None or self.wf is None:
+            return {}, {}
+        try:
+            return _module(self.wf, self.proto)
+        except (WireError, UnicodeDecodeError):  # an HLO that does not parse: its ops keep the thunks' names
+            return {}, {}
+
+    @property
+    def sources(self) -> dict:
+        """Instruction name -> op_name."""
+        return self._read[0]
+
+    @property
+    def code(self) -> dict:
+        """Instruction name -> the Python stack that made it (Frames.text)."""
+        return self._read[1]
 
 
 def read_modules(wf: WireFile, plane: list[Field]) -> dict[int, Module]:
@@ -94,8 +115,8 @@ def read_modules(wf: WireFile, plane: list[Field]) -> dict[int, Module]:
             m = _PROGRAM.search(name)
             program = int(m.group(1)) if m else -1 - len(out)
         module = next((f for f in fields(wf, proto.start, proto.end) if f.number == _HLO_MODULE), None)
-        module_name, sources, code = _module(wf, module) if module is not None else ("", {}, {})
-        out[program] = Module(module_name or _PROGRAM.sub("", name), program, sources, code, module)
+        module_name = _module_name(wf, module) if module is not None else ""
+        out[program] = Module(module_name or _PROGRAM.sub("", name), program, module, wf)
     return out
 
 
@@ -143,13 +164,18 @@ def _stat(wf: WireFile, f: Field):
     return sid, payload
 
 
-def _module(wf: WireFile, module: Field) -> tuple[str, dict[str, str], dict[str, str]]:
-    """(module name, {entry instruction: op_name}, {entry instruction: its Python}) of an HloModuleProto."""
-    name, entry_id, computations, frames = "", None, [], None
+def _module_name(wf: WireFile, module: Field) -> str:
     for f in fields(wf, module.start, module.end):
         if f.number == _MODULE_NAME:
-            name = wf.read(f.start, f.end - f.start).decode("utf-8", "replace")
-        elif f.number == _MODULE_ENTRY_ID:
+            return wf.read(f.start, f.end - f.start).decode("utf-8", "replace")
+    return ""
+
+
+def _module(wf: WireFile, module: Field) -> tuple[dict[str, str], dict[str, str]]:
+    """({entry instruction: op_name}, {entry instruction: its Python}) of an HloModuleProto."""
+    entry_id, computations, frames = None, [], None
+    for f in fields(wf, module.start, module.end):
+        if f.number == _MODULE_ENTRY_ID:
             entry_id = wf.varint(f.start)[0]
         elif f.number == _MODULE_COMPUTATIONS:
             computations.append(f)
@@ -158,7 +184,7 @@ def _module(wf: WireFile, module: Field) -> tuple[str, dict[str, str], dict[str,
     by_id = {_computation_id(wf, c): c for c in computations}
     entry = by_id.get(entry_id) if entry_id is not None else (computations[-1] if computations else None)
     if entry is None:
-        return name, {}, {}
+        return {}, {}
     instructions = list(_instructions(wf, entry))
     graph = _Graph(instructions, {i.id: i.op_name or _called(wf, i.calls, by_id, "op_name") for i in instructions})
     frame = {i.id: i.frame or _called(wf, i.calls, by_id, "frame") or 0 for i in instructions}
@@ -171,7 +197,7 @@ def _module(wf: WireFile, module: Field) -> tuple[str, dict[str, str], dict[str,
         text = where.text(frame[i.id] or frame.get(from_id, 0)) if where is not None else ""
         if text:
             code[i.name] = text
-    return name, sources, code
+    return sources, code
 
 
 class _Frames:
