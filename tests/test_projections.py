@@ -7,6 +7,7 @@ names a library's or a framework's frame as the user's function."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -76,3 +77,24 @@ def test_no_lead_finding_is_a_library_or_framework_frame(path):
         lead = run.bottlenecks[0]
         assert not any(f in lead.title for f in _LIBRARY_FILES), lead.title
         assert "quick_execute()" not in lead.title or lead.title.startswith("TensorFlow running the step"), lead.title
+
+
+_SEPARABLE = ("SeparableConv1D", "SeparableConv2D", "DepthwiseConv1D", "DepthwiseConv2D")
+_SHRINK_ITSELF = re.compile(r"\): fewer (units|filters)")  # the dense or convolution fix's first lever, for itself
+
+
+@pytest.mark.parametrize("path", RUNS)
+def test_no_layer_is_told_to_become_what_it_is_or_to_shrink_what_it_cannot(path):
+    """A separable convolution is not told to become one; a layer without weights, or the layer
+    that makes the model's output (its width is what the model predicts), is not told to have
+    fewer units or filters."""
+    for run in _report(path):
+        for b in run.bottlenecks:
+            if b.kind != "layer":
+                continue
+            facts = {f.label: f.value for f in b.facts}
+            where = (run.name, b.id, b.recommendation)
+            if facts.get("class") in _SEPARABLE:
+                assert "or a depthwise-separable convolution" not in b.recommendation, where
+            if facts.get("parameters") == "0" or "makes the model's output" in facts:
+                assert not _SHRINK_ITSELF.search(b.recommendation), where
