@@ -26,7 +26,8 @@ def detect(ctx: Context) -> list[Finding]:
     share = b.host_overhead
     facts = (fact(_WHY[ctx.loop]), fact("eager ops per step", round(ov.eager_count / ctx.n)),
              ms_fact("op time per step", ctx.tl.compute.sum() / ctx.n),
-             ms_fact("step time per step", ctx.tl.dur.sum() / ctx.n), pct_fact("share of step time in dispatch and Python", share))
+             ms_fact("step time per step", ctx.tl.dur.sum() / ctx.n),
+             pct_fact("share of step time in dispatch and Python", share))
     title = {"keras": "run_eagerly=True: the training step runs op by op",
              "custom": "Eager training step: ops dispatched one by one",
              "predict": "Eager execution: ops dispatched one by one"}[ctx.loop]
