@@ -117,3 +117,25 @@ def test_explore_gives_the_same_owners_as_analyze():
     assert ex.owners == tftrace.analyze(sample("zoo", "checkpoint"), top=None).runs[0].owners
     frame = ex.owner_frame()
     assert list(frame["owner"])[0] == "Callback ModelCheckpoint.on_train_batch_end"
+
+
+def _without_sidecar(tmp_path, *parts):
+    """A copy of a sample's run with no tftrace sidecar: as a plain profiler capture reads."""
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(sample(*parts), run)
+    for f in run.rglob("tftrace_*.json*"):
+        f.unlink()
+    return str(run)
+
+
+def test_abs_and_square_are_a_guessed_penalty_only_where_something_outside_the_layers_is_differentiated(tmp_path):
+    """Without a sidecar, Abs or Square outside every scope are read as a weight penalty only
+    where the step also differentiates work outside every layer and the loss (a penalty's
+    gradient); a pairwise metric's Abs and Sum stay with its other ops."""
+    from tftrace import analyze
+    penalised = analyze(_without_sidecar(tmp_path / "a", "zoo", "regularizer_l2"), top=None).runs[0]
+    assert any(o.kind == "regularizer" for o in penalised.owners), [(o.kind, o.name) for o in penalised.owners]
+    metric = analyze(_without_sidecar(tmp_path / "b", "zoo", "pairwise_metric"), top=None).runs[0]
+    assert not any(o.kind == "regularizer" for o in metric.owners), [(o.kind, o.name) for o in metric.owners]
+    assert metric.bottlenecks[0].id == "step/outside-any-layer", [b.id for b in metric.bottlenecks]

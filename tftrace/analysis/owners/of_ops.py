@@ -63,9 +63,12 @@ class Unscoped:
     on TF puts metrics and weight penalties there): the program's configuration decides; without
     it, op types that only a metric or a penalty runs name them, marked as read from the types."""
 
-    def __init__(self, program: Program, types: set[str]):
+    def __init__(self, program: Program, types: set[str], differentiated: bool = True):
         self.program = program
-        penalty = {"Square", "Abs"} & types  # `types`: those of the ops outside every scope
+        # `types`: those of the ops outside every scope. A penalty is part of the loss, so its
+        # gradient runs too: without backward ops outside every layer and the loss
+        # (`differentiated`), Abs and Square there are the step's own work (a metric's), no penalty.
+        penalty = {"Square", "Abs"} & types if differentiated else set()
         # Without the program's configuration, an owner read from op types alone is a guess: it
         # takes only the types that are its own, never a layer's work (a convolution, a GEMM).
         self.guessed = not program.known

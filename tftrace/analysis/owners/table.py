@@ -96,6 +96,14 @@ def owner_table(ctx) -> Owners:
                   np.round(wall).astype(np.int64), op_ps, runs, program, op_rows, op_cols, op_steps)
 
 
+def _differentiated(trace, scopes) -> bool:
+    """Does a TensorFlow step differentiate work outside every layer and the loss (a penalty's
+    gradient: `gradient_tape/Mul` beside no layer)? True where the ops are not TensorFlow's."""
+    graph = [op for op in trace.ops.values() if op.kind in ("tf", "device")]
+    return not graph or any(a.phase == "backward" and not a.layer and a.category not in ("loss", "optimizer")
+                            for a in (classify(op, scopes) for op in graph))
+
+
 def _outside_scopes(op) -> bool:
     """An op of the step function's own, outside every layer, loss, metric and optimizer scope."""
     return op.kind in ("tf", "device", "xla") and not scopes_of(op)
@@ -134,7 +142,8 @@ def _op_matrix(ctx, program: Program, key):
     device = tl.device_busy is not None
     side = trace.on_lines_table(lambda ln: ln.on_device if device else (not ln.on_device and ln.role != "data"))
     scopes = trace_scopes(trace)
-    unscoped = Unscoped(program, {op.type for op in trace.ops.values() if _outside_scopes(op)})
+    unscoped = Unscoped(program, {op.type for op in trace.ops.values() if _outside_scopes(op)},
+                        _differentiated(trace, scopes))
     owner = np.full(len(trace.names) + 1, -1, np.int64)
     is_dispatched = np.zeros(len(trace.names) + 1, bool)
     is_callback = np.zeros(len(trace.names) + 1, bool)  # ops that hand off to Python (host callbacks, py_function)
