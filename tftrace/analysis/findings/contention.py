@@ -29,7 +29,6 @@ class _Runs:
 
     start: np.ndarray
     end: np.ndarray
-    names: np.ndarray
     self_ps: np.ndarray
     pace: np.ndarray  # per run: its op's fastest run in the window
     step: np.ndarray  # per run: its iteration
@@ -46,7 +45,7 @@ def _runs(ctx: Context) -> _Runs:
     np.minimum.at(low, names, self_ps)
     pace = low[names]
     step, n = ow.op_steps, len(tl.dur)  # every counted run lies in an iteration
-    return _Runs(start, start + ev["dur_ps"][rows], names, self_ps, pace, step,
+    return _Runs(start, start + ev["dur_ps"][rows], self_ps, pace, step,
                  np.bincount(step, pace, minlength=n)[:n])
 
 

@@ -498,7 +498,7 @@ def pipeline_fix(kinds: list[str], has: dict[str, bool]) -> str:
 
 
 # Layer classes by the levers their fix names (the sidecar's class; else the top op's category).
-_LAYER_KINDS = {"separable": ("SeparableConv1D", "SeparableConv2D", "DepthwiseConv1D", "DepthwiseConv2D"),
+LAYER_KINDS = {"separable": ("SeparableConv1D", "SeparableConv2D", "DepthwiseConv1D", "DepthwiseConv2D"),
                 "conv": ("Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose"),
                 "dense": ("Dense", "EinsumDense"),
                 "recurrent": ("LSTM", "GRU", "SimpleRNN", "Bidirectional", "RNN", "ConvLSTM2D"),
@@ -510,7 +510,7 @@ def layer_fix(name: str, cls: str, params: int, category: str, top: str, output:
     for a layer without weights (pooling, reshaping, activation) the size of its input, and for a
     dense or convolution layer that makes the model's output (its width is the task's) the layer
     before it."""
-    kind = next((k for k, classes in _LAYER_KINDS.items() if cls in classes), "")
+    kind = next((k for k, classes in LAYER_KINDS.items() if cls in classes), "")
     if output and kind in ("conv", "dense"):
         kind = "output"
     if not kind and params == 0:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tftrace.analysis.findings.fixes import LAYER_KINDS
 from tftrace.model.finding import Finding
 
 LATER = 0.005  # a fix saving less than this share of the step saves nothing now
@@ -78,8 +79,7 @@ GUESSED = ("xla_cpu", "precision")
 # does, so "fewer filters or units" removes a part of their time in proportion: ranked like a
 # guessed cause. A composite or custom layer's width is not its cost (a TransformerBlock's
 # `ff_dim` is a fraction of its work), nor a separable convolution's filters alone.
-SCALABLE = ("Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "Dense",
-            "EinsumDense")
+SCALABLE = LAYER_KINDS["conv"] + LAYER_KINDS["dense"]
 
 
 def _guess(f: Finding, step: int) -> float:
